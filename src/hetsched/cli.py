@@ -1,0 +1,146 @@
+"""The ``hetsched`` command (contract: ``../shared/DESIGN.md``).
+
+The core commands (``scenarios``, ``lp``, ``reproduce``) live here; each engine
+package adds its own commands through a ``register(app)`` function in its
+``cli`` module (``hetsched.sim.cli`` adds ``simulate``, ``hetsched.mdp.cli``
+adds ``mdp``, ...), so that engines stay independent of one another.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ._cliutil import emit_json, guard
+
+app = typer.Typer(
+    name="hetsched",
+    help="Resource management for heterogeneous computing systems: capacity (allocation LP), "
+    "policies (fast simulation), optimal control (CTMDP, SRN) and the papers' experiments.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Engine packages that contribute commands; each has a ``cli.register(app)``.
+_ENGINE_CLIS = (
+    "hetsched.sim.cli",
+    "hetsched.mdp.cli",
+    "hetsched.srn.cli",
+    "hetsched.muscle.cli",
+    "hetsched.dispatch.cli",
+)
+
+
+@app.command("scenarios")
+@guard
+def scenarios_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """List the shipped scenarios (id, size, source)."""
+    from .scenarios import list_scenarios
+
+    infos = list_scenarios()
+    if json_out:
+        emit_json([i.as_dict() for i in infos])
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="Shipped scenarios", show_lines=False)
+    for col in ("id", "N", "M", "groups", "variants", "source"):
+        t.add_column(col, overflow="fold")
+    for i in infos:
+        t.add_row(i.id, str(i.n_classes), str(i.n_machines), str(i.n_groups), i.variants, i.source)
+    Console().print(t)
+
+
+@app.command("lp")
+@guard
+def lp_cmd(
+    scenario: str = typer.Argument(..., help="Scenario id (see `hetsched scenarios`) or a path to a .toml file."),
+    solution: str = typer.Option("vertex", "--solution", help="vertex (simplex basic solution) or central (interior point, no crossover)."),
+    ungrouped: bool = typer.Option(False, "--ungrouped", help="Solve per machine even where the system has groups of identical machines."),
+    arrivals: Optional[str] = typer.Option(None, "--arrivals", help="Arrival-rate variant (e.g. alpha2)."),
+    case: Optional[int] = typer.Option(None, "--case", help="Failure/availability case number."),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Solve the allocation LP: capacity lambda*, allocation delta*, and what follows from it."""
+    from .lp import allocation_lp
+    from .scenarios import load
+
+    system = load(scenario, arrivals=arrivals, case=case)
+    res = allocation_lp(system, solution=solution, grouped=not ungrouped)
+    if json_out:
+        emit_json(res.as_dict())
+    else:
+        from .report.tables import print_lp
+
+        print_lp(system, res)
+
+
+@app.command("reproduce")
+@guard
+def reproduce_cmd(
+    exp_id: Optional[str] = typer.Argument(None, help="Experiment id (see --list)."),
+    list_: bool = typer.Option(False, "--list", help="List the experiment ids."),
+    quick: bool = typer.Option(False, "--quick", help="Fewer replications / shorter horizon, same shape."),
+    json_out: bool = typer.Option(False, "--json", help="Print {id, rows} as JSON instead of the table."),
+    seed: int = typer.Option(2009, "--seed", help="Seed of the experiment's SeedSequence."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Worker processes (default: all cores)."),
+    backend: str = typer.Option("local", "--backend", help="local or dask."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (with --backend dask)."),
+    outdir: Path = typer.Option(Path("results"), "--outdir", help="Results go to OUTDIR/ID/."),
+) -> None:
+    """Run one paper experiment; print it in the paper's layout; write results and plots."""
+    from . import experiments
+    from .errors import HetschedError
+
+    if list_ or exp_id is None:
+        reg = experiments.registry()
+        if json_out:
+            emit_json([{"id": e.id, "title": e.title, "source": e.source} for e in reg.values()])
+        else:
+            for e in reg.values():
+                typer.echo(f"{e.id:24s} {e.title}  [{e.source}]")
+        return
+    if backend not in ("local", "dask"):
+        raise HetschedError(f"--backend: expected 'local' or 'dask', got {backend!r}")
+    exp = experiments.get(exp_id)
+    out = outdir / exp.id
+    opts = experiments.RunOptions(
+        quick=quick, seed=seed, workers=workers, backend=backend, scheduler=scheduler,
+        outdir=out, progress=not json_out,
+    )
+    result = exp.run(opts)
+    written = experiments.write_results(result, out)
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        typer.echo(result.table)
+        for n in result.notes:
+            typer.echo(f"note: {n}")
+        typer.echo(f"results: {', '.join(str(p) for p in written + list(result.figures))}")
+
+
+def _register_engines() -> None:
+    for modname in _ENGINE_CLIS:
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            if exc.name == modname:  # that engine is not built yet
+                continue
+            raise
+        mod.register(app)
+
+
+_register_engines()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
