@@ -45,21 +45,22 @@ def scenarios_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-r
     if json_out:
         emit_json([i.as_dict() for i in infos])
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from .report.tables import make_console
 
     t = Table(title="Shipped scenarios", show_lines=False)
     for col in ("id", "N", "M", "groups", "variants", "source"):
         t.add_column(col, overflow="fold")
     for i in infos:
         t.add_row(i.id, str(i.n_classes), str(i.n_machines), str(i.n_groups), i.variants, i.source)
-    Console().print(t)
+    make_console().print(t)
 
 
 @app.command("lp")
 @guard
 def lp_cmd(
-    scenario: str = typer.Argument(..., help="Scenario id (see `hetsched scenarios`) or a path to a .toml file."),
+    scenario: str = typer.Argument(..., help="Scenario id (see `hetsched scenarios`), a path to a .toml file, or 'all'."),
     solution: str = typer.Option("vertex", "--solution", help="vertex (simplex basic solution) or central (interior point, no crossover)."),
     ungrouped: bool = typer.Option(False, "--ungrouped", help="Solve per machine even where the system has groups of identical machines."),
     arrivals: Optional[str] = typer.Option(None, "--arrivals", help="Arrival-rate variant (e.g. alpha2)."),
@@ -70,6 +71,12 @@ def lp_cmd(
     from .lp import allocation_lp
     from .scenarios import load
 
+    if scenario == "all":
+        from .report.tables import lp_overview_rows, print_lp_overview
+
+        rows = lp_overview_rows()
+        emit_json(rows) if json_out else print_lp_overview(rows)
+        return
     system = load(scenario, arrivals=arrivals, case=case)
     res = allocation_lp(system, solution=solution, grouped=not ungrouped)
     if json_out:
@@ -129,7 +136,7 @@ def _register_engines() -> None:
         try:
             mod = importlib.import_module(modname)
         except ModuleNotFoundError as exc:
-            if exc.name == modname:  # that engine is not built yet
+            if exc.name and modname.startswith(exc.name):  # that engine is not built yet
                 continue
             raise
         mod.register(app)

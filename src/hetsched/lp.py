@@ -194,15 +194,15 @@ def _clean(mu: Any, alpha: Any, a: Any, counts: Any) -> tuple[np.ndarray, np.nda
         raise ModelError(f"alpha: expected {N} arrival rates (one per row of mu), got shape {alpha.shape}")
     if not np.isfinite(mu).all() or (mu < 0).any():
         bad = mu[~np.isfinite(mu) | (mu < 0)][0]
-        raise ModelError(f"mu: execution rates must be finite and >= 0, got {bad!r}")
+        raise ModelError(f"mu: execution rates must be finite and >= 0, got {float(bad):g}")
     if not np.isfinite(alpha).all() or (alpha <= 0).any():
         bad = alpha[~np.isfinite(alpha) | (alpha <= 0)][0]
-        raise ModelError(f"alpha: arrival rates must be finite and > 0, got {bad!r}")
+        raise ModelError(f"alpha: arrival rates must be finite and > 0, got {float(bad):g}")
     a = np.ones(M) if a is None else np.array(a, dtype=float, ndmin=1)
     if a.shape != (M,):
         raise ModelError(f"a: expected {M} availabilities (one per machine), got shape {a.shape}")
     if not ((a >= 0) & (a <= 1)).all():
-        raise ModelError(f"a: availabilities must lie in [0, 1], got {a[~((a >= 0) & (a <= 1))][0]!r}")
+        raise ModelError(f"a: availabilities must lie in [0, 1], got {float(a[~((a >= 0) & (a <= 1))][0]):g}")
     counts = np.ones(M) if counts is None else np.array(counts, dtype=float, ndmin=1)
     if counts.shape != (M,) or (counts <= 0).any():
         raise ModelError(f"counts: expected {M} positive machine counts, got {counts!r}")
@@ -266,93 +266,95 @@ def _highs_lp(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, method: str):
     return d, lam, duals[:N], duals[N:], iters
 
 
-def _dual_cutting_plane(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, tol: float = 1e-11, max_iter: int = 5000):
-    """Minimise f(w) = sum_j cap_j max_i w_i mu_ij over {w >= 0, alpha.w = 1} (Kelley's method).
+def _dual_prices(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, base_size: int = 2000, factor: int = 8):
+    """Near-optimal class prices ``w`` of the allocation LP, by solving subsamples.
 
-    f is convex, piecewise linear and positively homogeneous, so the linearisation
-    at w_k, ``g_k . w`` with ``g_k[i] = sum_{j: i = argmax} cap_j mu_ij``, is a global
-    lower bound that is tight at ``w_k``. The master problem ``min t, t >= g_k . w``
-    (N+1 variables) is re-solved with the dual simplex, warm-started, after each
-    cut. Stops when the best upper bound and the master's lower bound agree to
-    ``tol`` (relative): finite termination, as f has finitely many pieces.
-    Returns (w, f(w), iterations).
+    ``lambda* = min_{w >= 0, alpha.w = 1} sum_j cap_j max_i w_i mu_ij`` (LP duality:
+    once each machine price is eliminated as ``v_j = max_i w_i mu_ij``, the dual has
+    only the N class prices as variables). The optimal prices of a random
+    subsample of the machines, with capacities scaled up to the full total,
+    approximate ``w*`` (a sample-average approximation); samples grow by
+    ``factor`` from ``base_size`` machines, each level solved exactly by
+    :func:`_exact_from_prices` from the prices of the level below, the smallest
+    by plain HiGHS simplex. The sample is drawn from a fixed seed, so the result
+    is deterministic. Returns (w, levels).
     """
-    import highspy
-
     N, M = mu.shape
-    capmu = mu * cap[None, :]  # N x M
-
-    def evaluate(w):
-        scores = w[:, None] * capmu
-        best = scores.argmax(axis=0)
-        f = float(scores[best, np.arange(M)].sum())
-        g = np.bincount(best, weights=capmu[best, np.arange(M)], minlength=N)
-        return f, g
-
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", "simplex")
-    inf = highspy.kHighsInf
-    # columns: w_0..w_{N-1}, t ; minimise t
-    for i in range(N):
-        h.addVar(0.0, inf)
-    h.addVar(-inf, inf)
-    h.changeColCost(N, 1.0)
-    h.addRow(1.0, 1.0, N, np.arange(N, dtype=np.int32), alpha)
-    w = 1.0 / (N * alpha)
-    best_f, best_w = np.inf, w
-    it = 0
-    for it in range(1, max_iter + 1):
-        f, g = evaluate(w)
-        if f < best_f:
-            best_f, best_w = f, w.copy()
-        # cut: t - g.w >= 0
-        h.addRow(0.0, inf, N + 1, np.arange(N + 1, dtype=np.int32), np.concatenate([-g, [1.0]]))
-        h.run()
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            raise SolverError("allocation LP (dual route): master problem not solved to optimality")
-        x = np.asarray(h.getSolution().col_value)
-        lb = float(x[N])
-        w = np.clip(x[:N], 0, None)
-        if best_f - lb <= tol * max(1.0, abs(best_f)):
-            break
-    else:
-        raise SolverError(f"allocation LP (dual route): no convergence in {max_iter} cuts (gap {best_f - lb:.3g})")
-    return best_w, best_f, it
+    if M <= 2 * base_size:
+        _d, _lam, w, _v, _it = _highs_lp(mu, alpha, cap, "vertex")
+        ws = float(alpha @ w)
+        return (w / ws if ws > 0 else w), 1
+    rng = np.random.default_rng(12345)
+    size = max(base_size, M // factor)
+    idx = np.sort(rng.choice(M, size=size, replace=False))
+    scale = cap.sum() / cap[idx].sum()
+    w_sub, levels = _dual_prices(mu[:, idx], alpha, cap[idx] * scale, base_size, factor)
+    rec = _exact_from_prices(mu[:, idx], alpha, cap[idx] * scale, w_sub)
+    if rec is None:
+        return w_sub, levels + 1
+    return rec[2], levels + 1
 
 
-def _primal_from_dual(mu, alpha, cap, w, lam_ub):
-    """Recover a primal vertex from the optimal dual prices ``w`` (complementary slackness).
+def _exact_from_prices(mu, alpha, cap, w, margin: float = 0.02, max_rounds: int = 100):
+    """Exact optimal vertex of the allocation LP from near-optimal dual prices ``w``.
 
-    Machines whose best class ``argmax_i w_i mu_ij`` is unique (by a relative
-    margin) are dedicated to it; the tied machines' allocations solve a tiny LP.
+    Machines whose best class under ``w`` wins by more than ``margin`` (relative)
+    are dedicated to it (fixed); the others ("contested") enter a small LP over
+    their two best classes, with the fixed capacity as a constant. The small
+    LP's duals give new prices; every fixed machine must still prefer its class
+    and no contested pair may have a positive reduced cost ``w_i mu_ij - v_j``,
+    otherwise the machine is released or the pair added, and the small LP
+    re-solved. On exit the primal solution and the prices satisfy primal and
+    dual feasibility and complementary slackness for the *full* LP: optimal.
+    Returns (d, lam, w, rounds) or None.
     """
     N, M = mu.shape
     scores = w[:, None] * mu
-    v = scores.max(axis=0)
-    for rel in (1e-9, 1e-7, 1e-5):
-        tied = scores >= v[None, :] * (1 - rel)
-        tied &= mu > 0
-        ntied = tied.sum(axis=0)
-        fixed = (ntied == 1) & (v > 0)
+    order = np.argsort(-scores, axis=0)
+    best = order[0]
+    top = scores[best, np.arange(M)]
+    second = scores[order[1], np.arange(M)] if N > 1 else np.zeros(M)
+    contested = (top <= second * (1 + margin)) | (top <= 0)
+    active = np.zeros((N, M), dtype=bool)
+    active[order[: min(2, N)], np.arange(M)[None, :]] = True
+    active &= mu > 0
+    for rnd in range(1, max_rounds + 1):
+        fixed = np.flatnonzero(~contested)
         d = np.zeros((N, M))
-        fi = scores[:, fixed].argmax(axis=0)
-        d[fi, np.flatnonzero(fixed)] = cap[fixed]
+        d[best[fixed], fixed] = cap[fixed]
         base = (d * mu).sum(axis=1)
-        free = np.flatnonzero(~fixed & (ntied > 0))
-        if len(free) == 0:
-            lam = float((base / alpha).min())
-        else:
-            # Tiny LP over the tied machines: max lam s.t. base_i + sum d mu >= lam alpha_i.
-            sub_mu = np.where(tied[:, free], mu[:, free], 0.0)
-            lam, dsub = _tied_lp(sub_mu, alpha, cap[free], base)
-            d[:, free] = dsub
-        if lam >= lam_ub * (1 - 1e-9):
-            return d, lam
+        free = np.flatnonzero(contested)
+        sub_mu = np.where(active[:, free], mu[:, free], 0.0)
+        lam, dsub, wn, vsub = _tied_lp(sub_mu, alpha, cap[free], base)
+        d[:, free] = dsub
+        sc = wn[:, None] * mu
+        vmax = sc.max(axis=0)
+        tol = 1e-12 * max(1.0, float(vmax.max()))
+        changed = False
+        # fixed machines must still prefer (weakly) their class
+        bad = fixed[sc[best[fixed], fixed] < vmax[fixed] - tol]
+        if len(bad):
+            contested[bad] = True
+            active[:, bad] |= sc[:, bad] >= vmax[bad][None, :] - tol
+            changed = True
+        # contested pairs priced against the machine duals
+        if len(free):
+            red = sc[:, free] - vsub[None, :]
+            add = (red > tol) & ~active[:, free] & (mu[:, free] > 0)
+            if add.any():
+                active[:, free] |= add
+                changed = True
+        if not changed:
+            return d, lam, wn, rnd
     return None
 
 
 def _tied_lp(sub_mu, alpha, cap, base):
+    """max lam s.t. base_i + sum_j d_ij mu_ij >= lam alpha_i, sum_i d_ij <= cap_j (simplex).
+
+    Returns (lam, d, w, v): w are the class-row duals (``alpha.w = 1``), v the
+    machine-row duals.
+    """
     import highspy
 
     N, F = sub_mu.shape
@@ -378,11 +380,13 @@ def _tied_lp(sub_mu, alpha, cap, base):
     h.passModel(lp)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise SolverError("allocation LP (dual route): tied-machine LP not optimal")
-    x = np.asarray(h.getSolution().col_value)
+        raise SolverError("allocation LP (dual route): contested-machine LP not optimal")
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value)
     d = np.zeros((N, F))
     d[nz_i, nz_j] = np.clip(x[:K], 0, None)
-    return float(x[K]), d
+    duals = np.abs(np.asarray(sol.row_dual))
+    return float(x[K]), d, duals[:N], duals[N:]
 
 
 # ----------------------------------------------------------------------------- public API
@@ -431,12 +435,12 @@ def solve_allocation(
     if use_dual:
         if solution != "vertex":
             raise ModelError("method 'dual' gives vertex solutions only")
-        w, f, iters = _dual_cutting_plane(mu_agg, alpha, cap)
-        rec = _primal_from_dual(mu_agg, alpha, cap, w, f)
+        w, levels = _dual_prices(mu_agg, alpha, cap)
+        rec = _exact_from_prices(mu_agg, alpha, cap, w)
         if rec is not None:
-            d, lam = rec
-            solver = "dual cutting plane + tied-machine LP (HiGHS)"
-            w_dual = w
+            d, lam, w_dual, rounds = rec
+            iters = rounds
+            solver = f"dual prices from {levels} subsample levels + contested-machine LP ({rounds} rounds), HiGHS"
     if d is None:
         d, lam, w_raw, _v, iters = _highs_lp(mu_agg, alpha, cap, solution)
         solver = "HiGHS " + ("simplex" if solution == "vertex" else "IPM (no crossover)")

@@ -340,6 +340,10 @@ def groups_from_matrix(mu: Iterable[Iterable[float]], names: Sequence[str] | Non
     for i, r in enumerate(rows):
         if len(r) != M:
             raise ModelError(f"field 'mu[{i}]': expected {M} columns like row 0, got {len(r)}")
+        for j, x in enumerate(r):
+            v = _num(f"field 'mu[{i}][{j}]'", x)
+            if v < 0:
+                raise ModelError(f"field 'mu[{i}][{j}]': execution rate must be >= 0, got {x!r}")
     names = list(names) if names is not None else [f"m{j + 1}" for j in range(M)]
     if len(names) != M:
         raise ModelError(f"field 'machine_names': expected {M} names, got {len(names)}")

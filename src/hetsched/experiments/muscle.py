@@ -1,0 +1,221 @@
+"""Seed 002 experiments: MUSCLE vs DLL vs WRAND (Figs. 2 and 3) and a real SWF log.
+
+* ``muscle-fig2``: Table 1 multicluster, caption parameters
+  ``(W^o, W^m, W^i) = (4, 3, 1)``, ``(e_l, e_u) = (5, 100)``, sizes in ``[1, 10]``,
+  ``dr`` in ``[1, 5]``, ``phi = 0.05``; 40,000 jobs (``--quick``: 3,000). Rounds follow
+  Algorithm 2 step 1 (backlog trigger, ``tau`` = mean execution time). The workload
+  level (mean number of jobs in the MUSCLE queue: 40, 80, 120, 160, 200) is set by
+  the arrival rate, found by :func:`hetsched.muscle.scheduler.load_for_level` on
+  MUSCLE's seed schedules; every policy then runs at that arrival rate, and the
+  queue it actually keeps is the ``queue`` column.
+* ``muscle-fig2-batch``: the other reading of the level -- a round every ``level``
+  collected jobs at offered load 0.8 (see ``docs/_parts/assumptions-muscle.md``).
+* ``muscle-fig3``: five clusters of service rate 1 whose sizes are spread evenly over
+  ``[a, b]`` in ``[10,42], [14,38], [18,34], [22,30], [26,26]``; sizes in ``[1, a]``,
+  ``phi = (a+1)/a``; level 100 (calibrated per range as in ``muscle-fig2``).
+* ``muscle-swf``: the NASA Ames iPSC/860 log (``/work/shared/traces``) on four
+  clusters (64, 32, 16, 16 computers; Table 1 service-rate ratios), log arrival times,
+  backlog trigger.
+
+All policies at one setting see the same job stream (common random numbers) and the
+same TITAN GA. Rows carry the paper's ``MCP`` and ``LBF`` plus the mean over
+clusters of over-deadline, makespan and idle time.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from . import Experiment, ExperimentResult, RunOptions, register
+
+FIG2_LEVELS = (40, 80, 120, 160, 200)
+FIG3_RANGES = ((10, 42), (14, 38), (18, 34), (22, 30), (26, 26))
+POLICIES = ("wrand", "dll", "muscle")
+SWF_DEFAULT = Path("/work/shared/traces/NASA-iPSC-1993-3.1-cln.swf.gz")
+GA_DEFAULT = {"pop_size": 24, "max_gen": 100, "patience": 15}
+
+
+def _run_point(task: dict) -> list[dict]:
+    """One x-value: (calibrate the load,) build the workload, run the three policies."""
+    from ..muscle import GAOptions, MultiCluster, WorkloadParams, generate_workload, simulate, workload_from_swf
+    from ..muscle.scheduler import load_for_level
+
+    system = MultiCluster(task["sizes"], task["rates"])
+    base = dict(task["row"])
+    if task.get("swf"):
+        wl = workload_from_swf(task["swf"], system, max_jobs=task["n_jobs"], seed=task["wseed"])
+    else:
+        params = WorkloadParams(**task["wparams"])
+        if task.get("target_level"):
+            load, _ = load_for_level(task["target_level"], params, system, phi=task["phi"], seed=task["wseed"])
+            params = WorkloadParams(**{**task["wparams"], "load": load})
+        base["load"] = params.load
+        wl = generate_workload(params, system, seed=np.random.SeedSequence(task["wseed"]))
+    ga = GAOptions(**task["ga"]) if task["ga"] is not None else None
+    rows = []
+    for pol in POLICIES:
+        res = simulate(wl, system, pol, level=task["level"], phi=task["phi"], ga=ga,
+                       trigger=task["trigger"], seed=task["sseed"])
+        m = res.metrics
+        row = dict(base)
+        row.update({
+            "policy": res.policy, "MCP": res.MCP, "LBF": res.LBF,
+            "over_deadline": float(m["over_deadline"].mean()), "makespan": float(m["makespan"].mean()),
+            "idle": float(m["idle"].mean()), "late_jobs": int(np.sum(res.finish > wl.deadline + 1e-9)),
+            "queue": res.params["mean_queue"], "batch": res.params["mean_batch"], "jobs": len(wl),
+            "ga_runs": res.ga_runs, "ga_not_converged": res.ga_not_converged, "seconds": res.wall_seconds,
+        })
+        rows.append(row)
+    return rows
+
+
+def _map(tasks: list[dict], opts: RunOptions) -> list[dict]:
+    workers = opts.workers if opts.workers is not None else (os.cpu_count() or 1)
+    if workers <= 1 or len(tasks) == 1:
+        parts = [_run_point(t) for t in tasks]
+    else:
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as ex:
+            parts = list(ex.map(_run_point, tasks))
+    return [r for p in parts for r in p]
+
+
+def _seeds(seed: int) -> tuple[int, int]:
+    w, s = np.random.SeedSequence(seed).spawn(2)
+    return int(w.generate_state(1)[0]), int(s.generate_state(1)[0])
+
+
+def _ga_opts(opts: RunOptions):
+    return None if opts.extra.get("no_ga") else dict(GA_DEFAULT)
+
+
+def _n_jobs(opts: RunOptions, quick: int, full: int) -> int:
+    return int(opts.extra.get("n_jobs", quick if opts.quick else full))
+
+
+def _wparams(n_jobs: int, max_s: int, load: float = 0.8) -> dict:
+    return {"n_jobs": n_jobs, "min_s": 1, "max_s": max_s, "e_l": 5.0, "e_u": 100.0, "alpha": 1.0,
+            "min_dr": 1.0, "max_dr": 5.0, "load": load}
+
+
+def _plot(rows, xkey, outdir: Path, name: str, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    xs = list(dict.fromkeys(r[xkey] for r in rows))
+    for pol, mk in zip(POLICIES, ("s", "^", "o")):
+        for ax, metric in zip(axes, ("MCP", "LBF")):
+            ys = [next(r[metric] for r in rows if r[xkey] == x and r["policy"] == pol) for x in xs]
+            ax.plot(range(len(xs)), ys, marker=mk, label=pol.upper())
+    for ax, metric, lab in zip(axes, ("MCP", "LBF"), ("(a)", "(b)")):
+        ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+        ax.set_xlabel(xkey)
+        ax.set_ylabel(metric)
+        ax.set_title(f"{lab} {metric}")
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    outdir.mkdir(parents=True, exist_ok=True)
+    path = outdir / name
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _table(rows, xkey, title) -> str:
+    lines = [title, f"{xkey:>10s} {'policy':>8s} {'MCP':>13s} {'LBF':>12s} {'over-deadline':>14s} "
+                    f"{'late':>6s} {'queue':>7s} {'load':>6s}"]
+    for r in rows:
+        load = r.get("load")
+        lines.append(f"{str(r[xkey]):>10s} {r['policy']:>8s} {r['MCP']:13.1f} {r['LBF']:12.1f} "
+                     f"{r['over_deadline']:14.1f} {r['late_jobs']:6d} {r['queue']:7.1f} "
+                     f"{'' if load is None else format(load, '6.3f'):>6s}")
+    return "\n".join(lines)
+
+
+def run_fig2(opts: RunOptions) -> ExperimentResult:
+    from ..muscle.workload import TABLE1
+
+    n_jobs = _n_jobs(opts, 3000, 40_000)
+    wseed, sseed = _seeds(opts.seed)
+    tasks = [{"sizes": TABLE1.sizes, "rates": TABLE1.rates, "wparams": _wparams(n_jobs, 10), "wseed": wseed,
+              "sseed": sseed, "target_level": lvl, "level": None, "trigger": "backlog", "phi": 0.05,
+              "ga": _ga_opts(opts), "row": {"level": lvl}} for lvl in FIG2_LEVELS]
+    rows = _map(tasks, opts)
+    figs = [_plot(rows, "level", opts.outdir, "fig2.png",
+                  "Fig. 2: MUSCLE vs DLL vs WRAND under workload levels (Table 1)")]
+    notes = [f"{n_jobs} jobs per run; one run per point (the paper's single 40,000-job run)",
+             "level = target mean MUSCLE queue length, reached by the arrival rate in column 'load'; "
+             "'queue' = the time-average queue each policy actually kept",
+             "published values are withheld: compare shapes, not numbers"]
+    return ExperimentResult("muscle-fig2", rows, _table(rows, "level", "Fig. 2 (MCP, LBF; lower is better)"),
+                            figs, notes, {"n_jobs": n_jobs, "seed": opts.seed, "trigger": "backlog"})
+
+
+def run_fig2_batch(opts: RunOptions) -> ExperimentResult:
+    from ..muscle.workload import TABLE1
+
+    n_jobs = _n_jobs(opts, 3000, 40_000)
+    load = float(opts.extra.get("load", 0.8))
+    wseed, sseed = _seeds(opts.seed)
+    tasks = [{"sizes": TABLE1.sizes, "rates": TABLE1.rates, "wparams": _wparams(n_jobs, 10, load), "wseed": wseed,
+              "sseed": sseed, "level": lvl, "trigger": "batch", "phi": 0.05, "ga": _ga_opts(opts),
+              "row": {"level": lvl}} for lvl in FIG2_LEVELS]
+    rows = _map(tasks, opts)
+    figs = [_plot(rows, "level", opts.outdir, "fig2-batch.png",
+                  f"Fig. 2, batch reading: a round every LEVEL jobs (load {load})")]
+    notes = [f"{n_jobs} jobs per run, offered load {load}; a round every 'level' collected jobs"]
+    return ExperimentResult("muscle-fig2-batch", rows, _table(rows, "level", "Fig. 2, batch reading"), figs, notes,
+                            {"n_jobs": n_jobs, "load": load, "seed": opts.seed, "trigger": "batch"})
+
+
+def run_fig3(opts: RunOptions) -> ExperimentResult:
+    from ..muscle.workload import evenly_spaced_sizes
+
+    n_jobs = _n_jobs(opts, 3000, 40_000)
+    wseed, sseed = _seeds(opts.seed)
+    tasks = [{"sizes": evenly_spaced_sizes(a, b, 5), "rates": (1.0,) * 5, "wparams": _wparams(n_jobs, a),
+              "wseed": wseed, "sseed": sseed, "target_level": 100, "level": None, "trigger": "backlog",
+              "phi": (a + 1) / a, "ga": _ga_opts(opts), "row": {"range": f"[{a},{b}]", "a": a, "b": b}}
+             for a, b in FIG3_RANGES]
+    rows = _map(tasks, opts)
+    figs = [_plot(rows, "range", opts.outdir, "fig3.png",
+                  "Fig. 3: heterogeneity of cluster size (5 clusters, level 100)")]
+    notes = [f"{n_jobs} jobs per run; level 100 reached by the arrival rate ('load'); phi=(a+1)/a as in the caption"]
+    return ExperimentResult("muscle-fig3", rows, _table(rows, "range", "Fig. 3 (MCP, LBF; lower is better)"),
+                            figs, notes, {"n_jobs": n_jobs, "seed": opts.seed})
+
+
+def run_swf(opts: RunOptions) -> ExperimentResult:
+    from ..errors import HetschedError
+
+    path = Path(opts.extra.get("swf", SWF_DEFAULT))
+    if not path.exists():
+        raise HetschedError(f"swf: trace not found: {path}")
+    n_jobs = _n_jobs(opts, 2000, 18_239)
+    wseed, sseed = _seeds(opts.seed)
+    sizes, rates = (64, 32, 16, 16), (1.0, 1.2, 1.4, 1.6)
+    tasks = [{"sizes": sizes, "rates": rates, "swf": str(path), "n_jobs": n_jobs, "wseed": wseed, "sseed": sseed,
+              "level": None, "trigger": "backlog", "phi": 0.05, "ga": _ga_opts(opts), "row": {"trace": path.name}}]
+    rows = _map(tasks, opts)
+    figs = [_plot(rows, "trace", opts.outdir, "swf.png", f"MUSCLE on {path.name}")]
+    notes = [f"first {n_jobs} usable jobs; clusters {sizes} with rates {rates}; sizes above 64 clipped; "
+             "deadlines by Eq. 5 on the logged run time; backlog trigger, tau = mean run time"]
+    return ExperimentResult("muscle-swf", rows, _table(rows, "trace", f"Real log {path.name}"), figs, notes,
+                            {"n_jobs": n_jobs, "seed": opts.seed, "trace": str(path)})
+
+
+register(Experiment("muscle-fig2", "MUSCLE vs DLL vs WRAND: MCP and LBF under workload levels",
+                    "seed-002 He et al., Fig. 2, Table 1", run_fig2))
+register(Experiment("muscle-fig2-batch", "Fig. 2 with the level read as a batch size (a round every LEVEL jobs)",
+                    "seed-002 He et al., Fig. 2 (alternative reading)", run_fig2_batch))
+register(Experiment("muscle-fig3", "MUSCLE vs DLL vs WRAND: heterogeneity of cluster size",
+                    "seed-002 He et al., Fig. 3", run_fig3))
+register(Experiment("muscle-swf", "MUSCLE vs DLL vs WRAND on a real SWF log (NASA iPSC/860)",
+                    "seed-002 method on a Parallel Workloads Archive trace", run_swf))

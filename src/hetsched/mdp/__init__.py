@@ -1,0 +1,45 @@
+"""Continuous-time Markov decision processes (CTMDPs) and the co-allocation model.
+
+* :mod:`hetsched.mdp.ctmdp` — a general finite CTMDP (states, admissible actions,
+  sparse transition rates, cost rates), uniformization, discounted value iteration
+  (Jacobi or compiled Gauss-Seidel) with a certified stopping rule, policy
+  iteration, modified policy iteration, average-cost relative value iteration and
+  policy iteration, and pymdptoolbox import/export.
+* :mod:`hetsched.mdp.coalloc` — the two-cluster co-allocation model of
+  Filippopoulos and Karatza (``shared/papers/seed-000``) built on it.
+"""
+
+from .coalloc import CoallocParams, CoallocSolution, build_coalloc, solve_coalloc
+from .ctmdp import (
+    CTMDP,
+    MDPResult,
+    average_policy_iteration,
+    build_ctmdp,
+    evaluate_policy,
+    from_mdptoolbox,
+    modified_policy_iteration,
+    policy_iteration,
+    relative_value_iteration,
+    stationary_distribution,
+    to_mdptoolbox,
+    value_iteration,
+)
+
+__all__ = [
+    "CTMDP",
+    "MDPResult",
+    "build_ctmdp",
+    "value_iteration",
+    "policy_iteration",
+    "modified_policy_iteration",
+    "relative_value_iteration",
+    "average_policy_iteration",
+    "evaluate_policy",
+    "stationary_distribution",
+    "to_mdptoolbox",
+    "from_mdptoolbox",
+    "CoallocParams",
+    "CoallocSolution",
+    "build_coalloc",
+    "solve_coalloc",
+]

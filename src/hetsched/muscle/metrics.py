@@ -1,0 +1,84 @@
+"""Performance metrics of seed 002: CP (Eq. 1), MCP and LBF (§5).
+
+For one cluster, with makespan ``Gamma`` (last finish minus first start), idle time
+``omega`` (idle computer-time inside the makespan window, the sum of the idle
+periods of the cluster's computers, as in TITAN) and over-deadline ``theta`` (sum
+over its jobs of ``max(0, finish - deadline)``):
+
+``CP = (W^m Gamma + W^i omega + W^o theta) / (W^i + W^m + W^o)``.
+
+Eq. 1 as printed pairs ``W^i`` with the makespan and ``W^m`` with the idle time; we
+pair each weight with the metric its letter names (m: makespan, i: idle,
+o: over-deadline), see ``docs/_parts/assumptions-muscle.md``. Lower is better.
+
+``MCP`` is the mean of the clusters' CP and ``LBF`` their standard deviation
+(population form, ``ddof=0``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+
+__all__ = ["CPWeights", "comprehensive_performance", "cluster_metrics", "mcp_lbf"]
+
+
+@dataclass(frozen=True)
+class CPWeights:
+    """Weights of Eq. 1: over-deadline ``w_o``, makespan ``w_m``, idle time ``w_i``
+    (defaults: the Fig. 2 caption, ``(W^o, W^m, W^i) = (4, 3, 1)``)."""
+
+    w_o: float = 4.0
+    w_m: float = 3.0
+    w_i: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("w_o", "w_m", "w_i"):
+            v = getattr(self, name)
+            if not (v >= 0 and np.isfinite(v)):
+                raise ModelError(f"{name}: weight must be >= 0 and finite, got {v}")
+        if self.w_o + self.w_m + self.w_i <= 0:
+            raise ModelError("weights: at least one of w_o, w_m, w_i must be positive")
+
+    def as_array(self) -> np.ndarray:
+        """``[w_m, w_i, w_o]``: the order the compiled kernels use."""
+        return np.array([self.w_m, self.w_i, self.w_o], dtype=np.float64)
+
+
+def comprehensive_performance(makespan, idle, over_deadline, weights: CPWeights = CPWeights()):
+    """Eq. 1 (see module doc for the weight pairing)."""
+    w = weights
+    return (w.w_m * np.asarray(makespan) + w.w_i * np.asarray(idle) + w.w_o * np.asarray(over_deadline)) / (
+        w.w_m + w.w_i + w.w_o
+    )
+
+
+def cluster_metrics(cluster, start, finish, size, deadline, sizes_m, weights: CPWeights = CPWeights()) -> dict:
+    """Per-cluster makespan, idle time, over-deadline, CP of a complete schedule."""
+    cluster = np.asarray(cluster)
+    n_c = len(sizes_m)
+    out = {k: np.zeros(n_c) for k in ("makespan", "idle", "over_deadline", "CP", "busy")}
+    out["jobs"] = np.zeros(n_c, dtype=np.int64)
+    for j in range(n_c):
+        sel = cluster == j
+        if not sel.any():
+            continue
+        st, fi = start[sel], finish[sel]
+        busy = float(np.sum(size[sel] * (fi - st)))
+        gamma = float(fi.max() - st.min())
+        out["makespan"][j] = gamma
+        out["busy"][j] = busy
+        out["idle"][j] = max(sizes_m[j] * gamma - busy, 0.0)
+        out["over_deadline"][j] = float(np.sum(np.maximum(fi - deadline[sel], 0.0)))
+        out["jobs"][j] = int(sel.sum())
+    out["CP"] = comprehensive_performance(out["makespan"], out["idle"], out["over_deadline"], weights)
+    return out
+
+
+def mcp_lbf(cp: np.ndarray) -> tuple[float, float]:
+    """``MCP = mean(CP_j)``, ``LBF = std(CP_j)`` (population standard deviation)."""
+    cp = np.asarray(cp, dtype=np.float64)
+    return float(cp.mean()), float(cp.std())

@@ -1,0 +1,1 @@
+"""User-facing tables and plots."""

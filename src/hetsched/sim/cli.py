@@ -1,0 +1,97 @@
+"""``hetsched simulate``: one scenario, one policy, independent replications.
+
+The command dispatches on the policy through the model registry of
+:mod:`hetsched.sim` (mapping policies run the cluster mapping model of thesis
+ch. 2; later models add their own policies). Contract: ``../shared/DESIGN.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .._cliutil import emit_json, guard
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate_cmd)
+
+
+@guard
+def simulate_cmd(
+    scenario: str = typer.Argument(..., help="Scenario id (see `hetsched scenarios`) or a path to a .toml file."),
+    policy: str = typer.Option(..., "--policy", help="Policy name, e.g. met, mct, kpb, lpas, lpas-2k, lp-static, "
+                               "guided-lpas, guided-lpas-2k."),
+    reps: int = typer.Option(30, "--reps", help="Independent replications."),
+    horizon: float = typer.Option(20000.0, "--horizon", help="Simulated time units per replication."),
+    seed: int = typer.Option(2009, "--seed", help="Seed of the SeedSequence spawned per replication."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Local worker processes (default: all cores)."),
+    backend: str = typer.Option("local", "--backend", help="local or dask."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:port)."),
+    k: Optional[int] = typer.Option(None, "--k", help="KPB: number of machines k-bar considered per class."),
+    arrivals: Optional[str] = typer.Option(None, "--arrivals", help="Arrival-rate variant of the scenario."),
+    case: Optional[int] = typer.Option(None, "--case", help="Failure/availability case of the scenario."),
+    dist: Optional[str] = typer.Option(None, "--dist", help="Execution times: exp, det or hyperexp (default: the scenario's)."),
+    tie: Optional[str] = typer.Option(None, "--tie", help="Ties between equally good machines: lowest (default), highest, random."),
+    warmup: Optional[float] = typer.Option(None, "--warmup", help="Delete [0, warmup) from the statistics (default 0)."),
+    c: Optional[float] = typer.Option(None, "--c", help="Guided-LPAS constant C_ij (same for all i, j; default 1)."),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+) -> None:
+    """Simulate SCENARIO under one policy; print Qbar (or W) with its 95% confidence interval."""
+    from ..errors import HetschedError
+    from ..scenarios import load
+    from . import model_for_policy
+
+    if backend not in ("local", "dask"):
+        raise HetschedError(f"--backend: expected 'local' or 'dask', got {backend!r}")
+    model_for_policy(policy)  # unknown policy: fail before loading the scenario
+    system = load(scenario, arrivals=arrivals, case=case)
+    model = model_for_policy(policy, system)
+    options = {name: v for name, v in (("k", k), ("dist", dist), ("tie", tie), ("warmup", warmup), ("C", c))
+               if v is not None}
+    entry = model.load_entry()
+    out = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
+                backend=backend, scheduler=scheduler, progress=not (json_out or no_progress), options=options)
+    if json_out:
+        emit_json(out)
+        return
+    _print(out)
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _print(out: dict) -> None:
+    metric = out.get("metric", "Q")
+    name = {"Q": "Qbar (time-average number in system)", "W": "W (mean completion time)"}.get(metric, metric)
+    head = f"{out.get('scenario', '')} under {out['policy']}"
+    typer.echo(head)
+    if out.get("unstable"):
+        msg = str(out.get("message", "")).removeprefix("unstable: ")
+        typer.echo(f"  UNSTABLE: {msg}")
+        if out.get("mean_untrusted") is not None:
+            typer.echo(f"  (untrusted {metric} over the run: {_fmt(out['mean_untrusted'])})")
+    else:
+        lo, hi = out["ci"]
+        rel = out.get("rel_half_width")
+        typer.echo(f"  {name}: {_fmt(out['mean'])}  95% CI [{_fmt(lo)}, {_fmt(hi)}]"
+                   + (f"  (+-{100 * rel:.2f}%)" if rel is not None else ""))
+    for pc in out.get("per_class", []):
+        if pc.get("Q") is None and pc.get("Q_untrusted") is not None:
+            typer.echo(f"  class {pc['class']}: Q ({_fmt(pc['Q_untrusted'])}?)   W ({_fmt(pc.get('W_untrusted'))}?)")
+        else:
+            typer.echo(f"  class {pc['class']}: Q {_fmt(pc.get('Q'))}   W {_fmt(pc.get('W'))}")
+    extra = []
+    if "contacted" in out:
+        extra.append(f"machines contacted per arrival {out['contacted']:.3f} (formula {out['contacted_formula']:.3f})")
+    if out.get("binds"):
+        extra.append(f"Guided-LPAS (iii) binds {out['binds']:.1f} times per replication")
+    if "messages" in out:
+        extra.append(f"messages {out['messages']}")
+    for e in extra:
+        typer.echo(f"  {e}")
+    typer.echo(f"  {out.get('reps', '?')} replications x {out.get('horizon', '?')} time units, seed {out.get('seed', '?')}: "
+               f"{out['events']:,} events in {out['wall_seconds']:.2f} s")

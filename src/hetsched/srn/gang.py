@@ -1,0 +1,238 @@
+r"""Gang scheduling with migration in a two-site grid, as an SRN (Ro & Cao 2010, seed 003).
+
+Model (paper Section 3, Fig. 1, Tables 1-5; choices for what the paper leaves
+open are marked *A* and listed in ``docs/assumptions.md``)
+
+Places (initial marking)
+    ``GQ`` (0)         gangs waiting in the grid scheduler's queue, capacity ``C`` = 64
+    ``PCONT`` (1)      rate-control level of the threshold queue, 1..K (K = 7)
+    ``N1``, ``N2`` (16) idle servers of site 1 / 2
+    ``LQ1``, ``LQ2`` (0) tasks in execution at site i (each holds one server, so
+                       ``#N_i + #LQ_i = n_i`` is invariant)
+    ``pl1``, ``pl2`` (0) local jobs (and migrated gang tasks) waiting for a server of site i
+    ``RR1`` (1), ``RR2`` (0)  round-robin turn, LS policy only (*A*)
+
+Timed transitions (rate)
+    ``T``      gang arrival, rate ``lambda``, guard ``#GQ < C``  (Table 4 prints
+               ``mu*#PCONT`` for T; the text says rate lambda, *A*)
+    ``GS1``    dispatch a gang to site 1: GQ -1, N1 -np, LQ1 +np; rate ``mu1*#PCONT``;
+               guard = policy guard of site 1 (Table 5)
+    ``GS2``    same for site 2, rate ``mu2*#PCONT``
+    ``GS11``   dispatch with migration, site 1 first (Tables 1-2): GQ -1,
+               N1 -ca1, LQ1 +ca1, pl2 +ca2 with ca1 = #N1, ca2 = np - #N1; rate
+               ``mu1*#PCONT`` (*A*); guard ``1 < #N1 < np && #N2 > np - #N1`` (Table 1)
+               and the policy guard of site 1 (*A*)
+    ``GS21``   symmetric (ca11 = #N2, ca21 = np - #N2), rate ``mu2*#PCONT``
+    ``LT1``, ``LT2``  local job arrival, rate ``lambda_local`` (*A*), guard ``#pl_i < q_i`` (*A*)
+    ``t1``, ``t2``    task completion: LQ_i -1, N_i +1, rate ``mu_task * #LQ_i`` (*A*)
+
+Immediate transitions (all priority 1, weight 1)
+    ``it1``, ``it2``  pl_i -1, N_i -1, LQ_i +1 (local jobs and migrated tasks take a free server)
+    ``Tinc``   PCONT +1, guard ``#GQ > S_{#PCONT} && #PCONT < K``   (Table 3)
+    ``Tdec``   PCONT -1, guard ``#GQ <= s_{#PCONT-1}`` (and ``#PCONT > 1``) (Table 3)
+
+Policies (guards of GS1 / GS2, Table 5; relation signs lost in the paper, *A*)
+    LS   round robin: GS1/GS11 need the token in RR1 and pass it to RR2, and back
+    LC1  ``#LQ1 <= #LQ2`` / ``#LQ1 > #LQ2``
+    LC2  ``#LQ1 + #LQ2 <= th1`` / ``th1 < #LQ1 + #LQ2 <= th2`` with
+         ``th1 = (h1+h2)/3``, ``th2 = 2(h1+h2)/3``, ``h_i = n_i + q_i``
+
+Measures (eqs 1-4)
+    ST  = rate(t1) + rate(t2)
+    SRT = E[#LQ1 + #LQ2 + #GQ] / rate(T)
+    UoS = 1 - E[#N1 + #N2] / (n1 + n2)
+    GoS = ST + W / SRT,  W = 10
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError
+from .net import Net, mark, rate
+
+__all__ = ["GangParams", "POLICIES", "gang_net", "gang_measures", "solve_gang", "LAMBDAS"]
+
+POLICIES = ("LS", "LC1", "LC2")
+LAMBDAS = tuple(1.0 + 0.5 * i for i in range(10))   # 1.0, 1.5, ..., 5.5 (Section 5.2)
+MIGRATION_GUARDS = ("table", "text")
+
+
+@dataclass(frozen=True)
+class GangParams:
+    """Parameters of the gang-scheduling SRN (defaults: paper Section 5.2 plus assumptions)."""
+
+    policy: str = "LS"
+    arrival_rate: float = 1.0                       # lambda
+    capacity: int = 64                              # C
+    forward: tuple[int, ...] = (0, 8, 16, 24, 32, 44)   # S_1..S_{K-1}
+    reverse: tuple[int, ...] = (0, 4, 8, 12, 16, 20)    # s_1..s_{K-1}
+    servers: tuple[int, int] = (16, 16)             # n1, n2
+    gang_size: int = 5                              # np
+    local_capacity: tuple[int, int] = (2, 2)        # q1, q2
+    local_rate: tuple[float, float] = (1.0, 1.0)    # local arrival rates (A)
+    task_rate: float = 1.0                          # service rate of one task on one server (A)
+    mu: tuple[float, float] = (1.0, 1.0)            # mu1, mu2: dispatch rate per PCONT level (A)
+    migration: bool = True
+    migration_guard: str = "table"                  # "table": 1 < #N1 < np, #N2 > np-#N1; "text": 0 < .., >=
+    migration_follows_policy: bool = True
+    load_includes_waiting: bool = False             # LC1/LC2 load: #LQ_i (False) or #LQ_i + #pl_i
+    arrival_scales_with_pcont: bool = False         # Table 4 literally: T rate lambda*#PCONT
+    W: float = 10.0
+
+    def __post_init__(self):
+        pol = str(self.policy).upper().replace("-", "")
+        if pol not in POLICIES:
+            raise ModelError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        object.__setattr__(self, "policy", pol)
+        for name in ("arrival_rate", "task_rate", "W"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) or v <= 0:
+                raise ModelError(f"{name} must be a number > 0, got {v!r}")
+        for name in ("local_rate", "mu"):
+            v = tuple(getattr(self, name))
+            if len(v) != 2 or any(not isinstance(x, numbers.Real) or not np.isfinite(x) or x < 0 for x in v):
+                raise ModelError(f"{name} must be two numbers >= 0, got {v!r}")
+            if name == "mu" and min(v) <= 0:
+                raise ModelError(f"mu must be two numbers > 0, got {v!r}")
+        for name in ("servers", "local_capacity"):
+            v = tuple(getattr(self, name))
+            if len(v) != 2 or any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 0 for x in v):
+                raise ModelError(f"{name} must be two integers >= 0, got {v!r}")
+        if not isinstance(self.capacity, numbers.Integral) or self.capacity < 1:
+            raise ModelError(f"capacity must be an integer >= 1, got {self.capacity!r}")
+        if not isinstance(self.gang_size, numbers.Integral) or not 1 <= self.gang_size <= min(self.servers):
+            raise ModelError(f"gang_size must be an integer in 1..min(servers), got {self.gang_size!r}")
+        S, s = tuple(self.forward), tuple(self.reverse)
+        if len(S) != len(s) or len(S) < 1:
+            raise ModelError(f"forward and reverse thresholds must have the same length >= 1, got {S!r}, {s!r}")
+        if any(b <= a for a, b in zip(S, S[1:])) or any(b <= a for a, b in zip(s, s[1:])):
+            raise ModelError(f"thresholds must increase strictly, got forward={S!r}, reverse={s!r}")
+        if any(r > f for f, r in zip(S, s)):
+            raise ModelError(f"each reverse threshold must be <= its forward threshold (else a vanishing loop), "
+                             f"got forward={S!r}, reverse={s!r}")
+        if self.migration_guard not in MIGRATION_GUARDS:
+            raise ModelError(f"migration_guard must be one of {MIGRATION_GUARDS}, got {self.migration_guard!r}")
+
+    @property
+    def K(self) -> int:
+        return len(self.forward) + 1
+
+    @property
+    def thresholds(self) -> tuple[float, float]:
+        h = sum(self.servers) + sum(self.local_capacity)
+        return h / 3.0, 2.0 * h / 3.0
+
+    def with_(self, **kw) -> "GangParams":
+        return replace(self, **kw)
+
+
+def gang_net(p: GangParams) -> Net:
+    """Build the SRN of the two-site grid (see the module docstring)."""
+    n1, n2 = p.servers
+    npg = p.gang_size
+    K = p.K
+    big = np.iinfo(np.int64).max // 4
+    S_pad = np.array([big, *p.forward, big], dtype=np.int64)       # index = #PCONT (1..K)
+    s_pad = np.array([-1, *p.reverse], dtype=np.int64)              # index = #PCONT - 1
+    th1, th2 = p.thresholds
+    net = Net(f"gang_{p.policy}")
+    net.places(GQ=0, PCONT=1, N1=n1, LQ1=0, pl1=0, N2=n2, LQ2=0, pl2=0)
+    if p.policy == "LS":
+        net.places(RR1=1, RR2=0)
+
+    lam = p.arrival_rate
+    C = p.capacity
+    if p.arrival_scales_with_pcont:
+        net.timed("T", lambda m: lam * m["PCONT"], outputs={"GQ": 1}, guard=lambda m: m["GQ"] < C)
+    else:
+        net.timed("T", lam, outputs={"GQ": 1}, guard=lambda m: m["GQ"] < C)
+    net.immediate("Tinc", outputs={"PCONT": 1},
+                  guard=lambda m: (m["GQ"] > S_pad[m["PCONT"]]) & (m["PCONT"] < K))
+    net.immediate("Tdec", inputs={"PCONT": 1}, guard=lambda m: m["GQ"] <= s_pad[m["PCONT"] - 1])
+
+    def load(m, i):
+        v = m[f"LQ{i}"]
+        return v + m[f"pl{i}"] if p.load_includes_waiting else v
+
+    if p.policy == "LC1":
+        pol = {1: lambda m: load(m, 1) <= load(m, 2), 2: lambda m: load(m, 1) > load(m, 2)}
+    elif p.policy == "LC2":
+        pol = {1: lambda m: (load(m, 1) + load(m, 2)) <= th1,
+               2: lambda m: ((load(m, 1) + load(m, 2)) > th1) & ((load(m, 1) + load(m, 2)) <= th2)}
+    else:
+        pol = {1: None, 2: None}
+
+    for i, j in ((1, 2), (2, 1)):
+        mu_i = p.mu[i - 1]
+        Ni, Nj = f"N{i}", f"N{j}"
+        rr_in = {f"RR{i}": 1} if p.policy == "LS" else {}
+        rr_out = {f"RR{j}": 1} if p.policy == "LS" else {}
+        net.timed(f"GS{i}", lambda m, mu_i=mu_i: mu_i * m["PCONT"],
+                  inputs={"GQ": 1, Ni: npg, **rr_in}, outputs={f"LQ{i}": npg, **rr_out}, guard=pol[i])
+        if p.migration:
+            lo_ok = (lambda m, Ni=Ni: m[Ni] > 1) if p.migration_guard == "table" else (lambda m, Ni=Ni: m[Ni] > 0)
+            if p.migration_guard == "table":
+                other_ok = lambda m, Ni=Ni, Nj=Nj: m[Nj] > npg - m[Ni]  # noqa: E731
+            else:
+                other_ok = lambda m, Ni=Ni, Nj=Nj: m[Nj] >= npg - m[Ni]  # noqa: E731
+            pg = pol[i] if p.migration_follows_policy else None
+
+            def guard(m, lo_ok=lo_ok, other_ok=other_ok, pg=pg, Ni=Ni):
+                g = lo_ok(m) & (m[Ni] < npg) & other_ok(m)
+                return g & pg(m) if pg is not None else g
+
+            net.timed(f"GS{i}{1}", lambda m, mu_i=mu_i: mu_i * m["PCONT"],
+                      inputs={"GQ": 1, Ni: lambda m, Ni=Ni: m[Ni], **rr_in},
+                      outputs={f"LQ{i}": lambda m, Ni=Ni: m[Ni], f"pl{j}": lambda m, Ni=Ni: npg - m[Ni], **rr_out},
+                      guard=guard)
+    for i in (1, 2):
+        qi = p.local_capacity[i - 1]
+        if p.local_rate[i - 1] > 0 and qi > 0:
+            net.timed(f"LT{i}", p.local_rate[i - 1], outputs={f"pl{i}": 1},
+                      guard=lambda m, i=i, qi=qi: m[f"pl{i}"] < qi)
+        net.immediate(f"it{i}", inputs={f"pl{i}": 1, f"N{i}": 1}, outputs={f"LQ{i}": 1})
+        net.timed(f"t{i}", lambda m, i=i: p.task_rate * m[f"LQ{i}"], inputs={f"LQ{i}": 1}, outputs={f"N{i}": 1})
+    return net
+
+
+# rewards of eqs (1)-(4)
+ST_REWARD = rate("t1") + rate("t2")
+QUEUE_REWARD = mark("LQ1") + mark("LQ2") + mark("GQ")
+
+
+def gang_measures(res, p: GangParams) -> dict[str, Any]:
+    """ST, SRT, UoS, GoS (eqs 1-4) and diagnostics from a solved gang net."""
+    ST = res.expect(ST_REWARD)
+    XT = res.expect(rate("T"))
+    L = res.expect(QUEUE_REWARD)
+    SRT = L / XT
+    UoS = 1.0 - res.expect(mark("N1") + mark("N2")) / sum(p.servers)
+    GoS = ST + p.W / SRT
+    X_local = sum(res.expect(rate(f"LT{i}")) for i in (1, 2) if f"LT{i}" in res.space.net.transition_names)
+    return {
+        "ST": ST, "SRT": SRT, "UoS": UoS, "GoS": GoS,
+        "gang_throughput": XT,
+        "local_throughput": X_local,
+        "mean_GQ": res.expect(mark("GQ")),
+        "mean_busy": res.expect(mark("LQ1") + mark("LQ2")),
+        "blocking": 1.0 - XT / p.arrival_rate if not p.arrival_scales_with_pcont else float("nan"),
+    }
+
+
+def solve_gang(p: GangParams | None = None, **kw) -> dict[str, Any]:
+    """Build, solve and measure the gang model; returns measures plus ``states`` and stats."""
+    from .analysis import solve
+
+    p = p or GangParams(**kw)
+    res = solve(gang_net(p))
+    out = {"policy": p.policy, "lambda": p.arrival_rate, "states": res.space.n_tangible}
+    out.update(gang_measures(res, p))
+    out["stats"] = res.stats()
+    out["success"] = res.success
+    out["params"] = asdict(p)
+    return out

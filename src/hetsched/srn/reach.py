@@ -1,0 +1,418 @@
+"""Reachability graph, vanishing-marking elimination and the tangible CTMC.
+
+Three layers, as elsewhere in hetsched: :func:`explore` validates and drives a
+batched breadth-first search; each batch of up to ``chunk`` markings is pushed
+through every transition with NumPy array operations (marking-dependent
+functions are called once per batch, not once per marking); new markings are
+de-duplicated by a compiled open-addressing hash table
+(:mod:`hetsched.srn._kernels`). :func:`to_ctmc` then removes the vanishing
+markings,
+
+    Q_TT' = R_TT + R_TV (I - P_VV)^{-1} P_VT,
+
+by summing the series R_TV P_VV^k P_VT (finite when the vanishing graph is
+acyclic; geometric otherwise), after checking that every vanishing marking can
+reach a tangible one (otherwise the net has a *timeless trap*).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ModelError, SolverError
+from . import _kernels as K
+from .net import MarkingView, Net, Transition
+
+__all__ = ["StateSpace", "CTMC", "explore", "to_ctmc"]
+
+DEFAULT_MAX_STATES = 5_000_000
+
+
+@dataclass
+class StateSpace:
+    """The reachability graph (tangible and vanishing markings, all firings)."""
+
+    net: Net
+    markings: np.ndarray          # (n, P) int32
+    vanishing: np.ndarray         # (n,) bool
+    src: np.ndarray               # edges: source state
+    dst: np.ndarray               # edges: target state
+    trans: np.ndarray             # edges: transition index (net.transitions order)
+    value: np.ndarray             # edges: rate (timed) or weight (immediate)
+    seconds: float = 0.0
+    scalar_fallbacks: list[str] = field(default_factory=list)
+
+    @property
+    def n_states(self) -> int:
+        return int(self.markings.shape[0])
+
+    @property
+    def n_vanishing(self) -> int:
+        return int(self.vanishing.sum())
+
+    @property
+    def n_tangible(self) -> int:
+        return self.n_states - self.n_vanishing
+
+    def scale_rate(self, tname: str, factor: float) -> "StateSpace":
+        """A copy with the rate of timed transition ``tname`` multiplied by ``factor``.
+
+        Valid when the rate is the only thing that changes (same guards, arcs and
+        reachable markings), e.g. a sweep over an arrival rate: the graph is reused.
+        """
+        names = self.net.transition_names
+        if tname not in names or not self.net.transition(tname).timed:
+            raise ModelError(f"scale_rate: {tname!r} is not a timed transition of the net")
+        if not (np.isfinite(factor) and factor > 0):
+            raise ModelError(f"scale_rate: factor must be > 0, got {factor!r}")
+        v = self.value.copy()
+        v[self.trans == names.index(tname)] *= factor
+        return StateSpace(self.net, self.markings, self.vanishing, self.src, self.dst, self.trans, v,
+                          self.seconds, list(self.scalar_fallbacks))
+
+    def stats(self) -> dict[str, Any]:
+        """State-space statistics: counts, arcs, place bounds, generation time."""
+        bounds = self.markings.max(axis=0) if self.n_states else np.zeros(0)
+        return {
+            "states": self.n_tangible,
+            "vanishing": self.n_vanishing,
+            "reachable": self.n_states,
+            "arcs": int(self.src.shape[0]),
+            "place_bounds": {p: int(b) for p, b in zip(self.net.place_names, bounds)},
+            "generation_seconds": self.seconds,
+        }
+
+
+class _Evaluator:
+    """Calls marking-dependent functions on a batch, falling back to per-marking calls."""
+
+    def __init__(self, index: dict[str, int]):
+        self.index = index
+        self.scalar_only: set[int] = set()
+        self.fallbacks: list[str] = []
+
+    def __call__(self, f, X: np.ndarray, what: str, tname: str) -> np.ndarray:
+        B = X.shape[0]
+        if id(f) not in self.scalar_only:
+            try:
+                v = np.asarray(f(MarkingView(X, self.index)))
+                if v.shape == ():
+                    return np.broadcast_to(v, (B,))
+                if v.shape == (B,):
+                    return v
+            except ModelError:
+                raise
+            except Exception:  # noqa: BLE001 - retry per marking, where the real error is reported
+                pass
+            self.scalar_only.add(id(f))
+            self.fallbacks.append(f"{what} of {tname}")
+        out = []
+        for i in range(B):
+            try:
+                out.append(f(MarkingView(X[i], self.index)))
+            except Exception as exc:  # noqa: BLE001
+                raise ModelError(f"{what} of transition {tname!r} raised {type(exc).__name__}: {exc} "
+                                 f"in marking {MarkingView(X[i], self.index)!r}") from exc
+        return np.asarray(out)
+
+
+def _mult(ev: _Evaluator, m, X, what, tname) -> np.ndarray | int:
+    if not callable(m):
+        return m
+    v = ev(m, X, what, tname)
+    if v.dtype.kind == "f":
+        if not np.all(v == np.round(v)):
+            raise ModelError(f"{what} of transition {tname!r} returned a non-integer multiplicity")
+    v = v.astype(np.int64)
+    if v.size and v.min() < 0:
+        i = int(np.argmin(v))
+        raise ModelError(f"{what} of transition {tname!r} returned a negative multiplicity {v[i]} "
+                         f"in marking {MarkingView(X[i], ev.index)!r}")
+    return v
+
+
+def _fire(ev: _Evaluator, t: Transition, X: np.ndarray, pidx: dict[str, int]):
+    """Rows of ``X`` where ``t`` is enabled, the successor markings and the rate/weight."""
+    B = X.shape[0]
+    en = np.ones(B, dtype=bool)
+    ins = []
+    for p, m in t.inputs:
+        mv = _mult(ev, m, X, f"multiplicity of input arc from {p}", t.name)
+        en &= X[:, pidx[p]] >= mv
+        ins.append((pidx[p], mv))
+    for p, m in t.inhibitors:
+        mv = _mult(ev, m, X, f"multiplicity of inhibitor arc from {p}", t.name)
+        # an inhibitor arc of multiplicity k disables t when #p >= k (k = 0: no arc)
+        en &= ~((X[:, pidx[p]] >= mv) & (np.asarray(mv) > 0))
+    rows = np.flatnonzero(en)
+    if rows.size and t.guard is not None:
+        g = ev(t.guard, X[rows], "guard", t.name)
+        if g.dtype != bool:
+            g = g.astype(bool)
+        rows = rows[g]
+    if rows.size == 0:
+        return rows, None, None
+    Xe = X[rows]
+    Y = Xe.astype(np.int64, copy=True)
+    for j, mv in ins:
+        Y[:, j] -= mv[rows] if isinstance(mv, np.ndarray) else mv
+    for p, m in t.outputs:
+        mv = _mult(ev, m, Xe, f"multiplicity of output arc to {p}", t.name)
+        Y[:, pidx[p]] += mv
+    what = "rate" if t.timed else "weight"
+    if callable(t.value):
+        val = np.asarray(ev(t.value, Xe, what, t.name), dtype=np.float64)
+        bad = ~np.isfinite(val) | (val < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ModelError(f"{what} of transition {t.name!r} is {val[i]!r} (must be finite and >= 0) "
+                             f"in marking {MarkingView(Xe[i], ev.index)!r}")
+        keep = val > 0  # a zero rate/weight means: does not fire in that marking
+        if not keep.all():
+            rows, Y, val = rows[keep], Y[keep], val[keep]
+    else:
+        val = np.full(rows.size, t.value)
+    return rows, Y, val
+
+
+def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 65536) -> StateSpace:
+    """Generate the reachability graph of ``net``.
+
+    Parameters
+    ----------
+    net : Net
+    max_states : int
+        Stop with :class:`~hetsched.errors.ModelError` when more markings (tangible
+        plus vanishing) are reached; an unbounded net always hits this limit.
+    chunk : int
+        Markings processed per vectorised batch.
+
+    Returns
+    -------
+    StateSpace
+
+    Notes
+    -----
+    Semantics (SPNP/GSPN): a marking is *vanishing* if some immediate transition is
+    enabled; there only the enabled immediate transitions of highest priority fire,
+    with probability proportional to their weights; timed transitions fire only in
+    tangible markings. An enabled transition has enough tokens on its input arcs,
+    fewer tokens than the multiplicity on each inhibitor arc, and a true guard.
+    """
+    if not isinstance(max_states, (int, np.integer)) or max_states < 1:
+        raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
+    t0 = time.perf_counter()
+    names = net.place_names
+    if not names:
+        raise ModelError("the net has no places")
+    trs = net.transitions
+    if not trs:
+        raise ModelError("the net has no transitions")
+    pidx = {p: j for j, p in enumerate(names)}
+    P = len(names)
+    ev = _Evaluator(pidx)
+    imm = [(k, t) for k, t in enumerate(trs) if not t.timed]
+    tim = [(k, t) for k, t in enumerate(trs) if t.timed]
+
+    cap = 1024
+    store = np.empty((cap, P), dtype=np.int32)
+    table = np.full(4096, -1, dtype=np.int64)
+    vanishing = np.zeros(cap, dtype=bool)
+    n = K.insert_rows(table, store, 0, net.initial_marking.astype(np.int32)[None, :], np.empty(1, np.int64))
+    head = 0
+    E_src, E_dst, E_tr, E_val = [], [], [], []
+    while head < n:
+        hi = min(n, head + chunk)
+        X = store[head:hi].astype(np.int64)
+        B = hi - head
+        cand_rows, cand_Y, cand_tr, cand_val = [], [], [], []
+        # immediate transitions first: they decide which markings are vanishing
+        maxprio = np.zeros(B, dtype=np.int64)
+        fired = []
+        for k, t in imm:
+            rows, Y, val = _fire(ev, t, X, pidx)
+            if rows.size:
+                fired.append((k, t.priority, rows, Y, val))
+                np.maximum.at(maxprio, rows, t.priority)
+        for k, pr, rows, Y, val in fired:
+            keep = maxprio[rows] == pr
+            if keep.any():
+                cand_rows.append(rows[keep]); cand_Y.append(Y[keep])
+                cand_tr.append(np.full(int(keep.sum()), k, np.int32)); cand_val.append(val[keep])
+        van = maxprio > 0
+        tang_rows = np.flatnonzero(~van)
+        if tang_rows.size:
+            XT = X[tang_rows]
+            for k, t in tim:
+                rows, Y, val = _fire(ev, t, XT, pidx)
+                if rows.size:
+                    cand_rows.append(tang_rows[rows]); cand_Y.append(Y)
+                    cand_tr.append(np.full(rows.size, k, np.int32)); cand_val.append(val)
+        vanishing[head:hi] = van
+        if cand_rows:
+            Yall = np.concatenate(cand_Y)
+            if Yall.max(initial=0) > np.iinfo(np.int32).max:
+                raise ModelError("a place exceeded 2**31-1 tokens: the net is unbounded")
+            Yall = Yall.astype(np.int32)
+            E = Yall.shape[0]
+            need = n + E
+            if need > cap:
+                newcap = max(need, 2 * cap)
+                store = np.concatenate([store, np.empty((newcap - cap, P), np.int32)])
+                vanishing = np.concatenate([vanishing, np.zeros(newcap - cap, bool)])
+                cap = newcap
+            if 2 * need > table.shape[0]:
+                size = table.shape[0]
+                while 2 * need > size:
+                    size *= 2
+                table = np.full(size, -1, dtype=np.int64)
+                K.rehash(store, n, table)
+            dst = np.empty(E, np.int64)
+            n = K.insert_rows(table, store, n, Yall, dst)
+            E_src.append(np.concatenate(cand_rows).astype(np.int64) + head)
+            E_dst.append(dst)
+            E_tr.append(np.concatenate(cand_tr))
+            E_val.append(np.concatenate(cand_val))
+        if n > max_states:
+            bounds = store[:n].max(axis=0)
+            j = int(np.argmax(bounds))
+            raise ModelError(f"state space exceeds max_states={max_states} (reached {n} markings; place "
+                             f"{names[j]!r} holds up to {int(bounds[j])} tokens): the net may be unbounded "
+                             f"- add a capacity (guard or inhibitor arc) or raise max_states")
+        head = hi
+    cat = (lambda L, dt: np.concatenate(L) if L else np.zeros(0, dt))
+    return StateSpace(
+        net=net, markings=store[:n].copy(), vanishing=vanishing[:n].copy(),
+        src=cat(E_src, np.int64), dst=cat(E_dst, np.int64), trans=cat(E_tr, np.int32),
+        value=cat(E_val, np.float64), seconds=time.perf_counter() - t0,
+        scalar_fallbacks=list(ev.fallbacks),
+    )
+
+
+@dataclass
+class CTMC:
+    """The tangible CTMC of a net: generator ``Q`` (CSR), markings, initial distribution."""
+
+    Q: sp.csr_matrix
+    markings: np.ndarray           # (n_T, P) tangible markings
+    p0: np.ndarray                 # initial distribution over tangible states
+    space: StateSpace
+    t_src: np.ndarray              # timed firings from tangible states: source (tangible index)
+    t_trans: np.ndarray            # ... transition index
+    t_value: np.ndarray            # ... rate
+    seconds: float = 0.0
+
+    @property
+    def n(self) -> int:
+        return int(self.Q.shape[0])
+
+    def rate_vector(self, tname: str) -> np.ndarray:
+        """Firing rate of timed transition ``tname`` in each tangible state."""
+        names = self.space.net.transition_names
+        if tname not in names:
+            raise ModelError(f"rate(): unknown transition {tname!r}; known: {', '.join(names)}")
+        k = names.index(tname)
+        if not self.space.net.transition(tname).timed:
+            raise ModelError(f"rate(): {tname!r} is immediate; rate() is defined for timed transitions")
+        sel = self.t_trans == k
+        return np.bincount(self.t_src[sel], weights=self.t_value[sel], minlength=self.n)
+
+
+def _series(Y: sp.csr_matrix, P_VV: sp.csr_matrix, P_VT: sp.csr_matrix, tol: float = 1e-15,
+            max_iter: int = 100_000) -> sp.csr_matrix:
+    """sum_k Y P_VV^k P_VT (Y: rows x n_V)."""
+    acc = Y @ P_VT
+    scale = abs(Y).sum()
+    it = 0
+    while Y.nnz:
+        Y = Y @ P_VV
+        Y.eliminate_zeros()
+        if Y.nnz == 0:
+            break
+        acc = acc + Y @ P_VT
+        it += 1
+        if abs(Y).sum() <= tol * scale:
+            break
+        if it >= max_iter:
+            raise SolverError(f"vanishing-marking elimination did not converge in {max_iter} steps "
+                              f"(long immediate-transition cycles)")
+    return acc.tocsr()
+
+
+def to_ctmc(space: StateSpace) -> CTMC:
+    """Eliminate vanishing markings: the tangible CTMC of ``space``.
+
+    Raises :class:`~hetsched.errors.ModelError` if some vanishing marking cannot
+    reach a tangible one (a vanishing loop / timeless trap), or if no tangible
+    marking is reachable.
+    """
+    t0 = time.perf_counter()
+    n = space.n_states
+    van = space.vanishing
+    tang = ~van
+    nT = int(tang.sum())
+    if nT == 0:
+        raise ModelError("no tangible marking is reachable: the net has a timeless trap "
+                         "(immediate transitions fire forever)")
+    loc = np.empty(n, np.int64)
+    loc[tang] = np.arange(nT)
+    loc[van] = np.arange(n - nT)
+    nV = n - nT
+    s_t = tang[space.src]
+    d_t = tang[space.dst]
+    # timed firings from tangible markings
+    ts, td, tv, ttr = space.src[s_t], space.dst[s_t], space.value[s_t], space.trans[s_t]
+    d_tt = tang[td]
+    R_TT = sp.csr_matrix((tv[d_tt], (loc[ts[d_tt]], loc[td[d_tt]])), shape=(nT, nT))
+    R_TV = sp.csr_matrix((tv[~d_tt], (loc[ts[~d_tt]], loc[td[~d_tt]])), shape=(nT, nV))
+    if nV:
+        vs, vd, vw = space.src[~s_t], space.dst[~s_t], space.value[~s_t]
+        wsum = np.bincount(loc[vs], weights=vw, minlength=nV)
+        prob = vw / wsum[loc[vs]]
+        vdt = tang[vd]
+        P_VT = sp.csr_matrix((prob[vdt], (loc[vs[vdt]], loc[vd[vdt]])), shape=(nV, nT))
+        P_VV = sp.csr_matrix((prob[~vdt], (loc[vs[~vdt]], loc[vd[~vdt]])), shape=(nV, nV))
+        _check_traps(space, P_VV, P_VT, loc)
+        Rt = R_TT + _series(R_TV, P_VV, P_VT)
+    else:
+        P_VV = P_VT = None
+        Rt = R_TT
+    Rt = Rt.tocsr()
+    Rt.sum_duplicates()
+    out = np.asarray(Rt.sum(axis=1)).ravel()
+    Q = (Rt - sp.diags(out)).tocsr()
+    Q.eliminate_zeros()
+    p0 = np.zeros(nT)
+    if tang[0]:
+        p0[loc[0]] = 1.0
+    else:
+        e = sp.csr_matrix(([1.0], ([0], [loc[0]])), shape=(1, nV))
+        p0 = np.asarray(_series(e, P_VV, P_VT).todense()).ravel()
+    return CTMC(Q=Q, markings=space.markings[tang], p0=p0, space=space,
+                t_src=loc[ts], t_trans=ttr, t_value=tv, seconds=time.perf_counter() - t0)
+
+
+def _check_traps(space: StateSpace, P_VV, P_VT, loc) -> None:
+    from scipy.sparse.csgraph import breadth_first_order
+
+    nV = P_VV.shape[0]
+    exits = np.flatnonzero(np.diff(P_VT.indptr) > 0)
+    # reversed vanishing graph plus a sink node nV linked to every exit
+    A = P_VV.T.tocoo()
+    rows = np.concatenate([A.row, np.full(exits.size, nV)])
+    cols = np.concatenate([A.col, exits])
+    G = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(nV + 1, nV + 1))
+    reached = breadth_first_order(G, nV, directed=True, return_predecessors=False)
+    ok = np.zeros(nV + 1, bool)
+    ok[reached] = True
+    if not ok[:nV].all():
+        bad_v = int(np.flatnonzero(~ok[:nV])[0])
+        glob = np.flatnonzero(space.vanishing)[bad_v]
+        m = MarkingView(space.markings[glob].astype(np.int64), {p: j for j, p in enumerate(space.net.place_names)})
+        raise ModelError(f"vanishing loop (timeless trap): {int((~ok[:nV]).sum())} vanishing marking(s) never "
+                         f"reach a tangible marking, e.g. {m!r}")

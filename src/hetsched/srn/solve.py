@@ -1,0 +1,337 @@
+"""Steady-state and transient solution of the tangible CTMC, and reward measures.
+
+Steady state solves ``pi Q = 0, sum(pi) = 1`` on the single bottom strongly
+connected component (transient states get probability 0):
+
+* ``direct``: sparse LU (SuperLU, COLAMD ordering) of the system with one
+  unknown fixed, ``Q[-k,-k]^T x = -Q[k,-k]^T`` - no dense normalisation row, so
+  no extra fill-in.
+* ``iad``: iterative aggregation-disaggregation (Koury-McAllister-Stewart):
+  each iteration solves the chain aggregated over the values of a few places
+  (exactly, by GTH elimination) to fix the probability mass of each aggregate,
+  then smooths with compiled Gauss-Seidel sweeps. The aggregates default to the
+  places with the most distinct values (the slow, queue-like directions), at
+  most ``max_aggregates`` of them; ``aggregate_by`` chooses them explicitly.
+* ``sor``: plain compiled Gauss-Seidel/SOR sweeps.
+* ``auto`` (default): ``direct`` up to ``direct_limit`` states, else ``iad``,
+  and ``sor`` if ``iad`` stalls.
+
+Sparse LU fill-in grows fast on multi-dimensional state spaces (a 10^5-state
+gang model takes minutes and GBs with SuperLU), which is why large chains go to
+``iad``: its cost per iteration is a few passes over the non-zeros of Q.
+
+Stopping rule of the iterative methods: the normalised residual
+``||pi Q||_1 / max_i |q_ii|`` is at most ``tol``; the reached residual is
+re-checked for every method and a failure is reported (``success=False``), never
+returned silently.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..errors import ModelError, SolverError
+from .net import MarkingView, Reward
+from .reach import CTMC
+
+__all__ = ["SteadyState", "steady_state", "transient", "expect"]
+
+METHODS = ("auto", "direct", "iad", "sor")
+
+
+@dataclass
+class SteadyState:
+    """Result of a steady-state solve (like scipy's OptimizeResult)."""
+
+    pi: np.ndarray
+    success: bool
+    status: int
+    message: str
+    method: str
+    residual: float
+    iterations: int
+    seconds: float
+    transient_states: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _residual(Q: sp.csr_matrix, pi: np.ndarray) -> float:
+    d = np.abs(Q.diagonal()).max()
+    return float(np.abs(Q.T @ pi).sum() / (d if d > 0 else 1.0))
+
+
+def _bottom_component(Q: sp.csr_matrix, markings: np.ndarray, names) -> np.ndarray:
+    """Indices of the unique bottom SCC; errors for absorbing states or several BSCCs."""
+    from scipy.sparse.csgraph import connected_components
+
+    n = Q.shape[0]
+    off = Q - sp.diags(Q.diagonal())
+    off.eliminate_zeros()
+    outdeg = np.diff(off.indptr)
+    if n > 1 and (outdeg == 0).any():
+        k = int(np.flatnonzero(outdeg == 0)[0])
+        m = MarkingView(markings[k].astype(np.int64), {p: j for j, p in enumerate(names)})
+        raise ModelError(f"steady-state analysis: {int((outdeg == 0).sum())} absorbing tangible marking(s), "
+                         f"e.g. {m!r}; use transient analysis or make the net live")
+    ncomp, lab = connected_components(off, directed=True, connection="strong")
+    if ncomp == 1:
+        return np.arange(n)
+    coo = off.tocoo()
+    leaving = lab[coo.row] != lab[coo.col]
+    has_exit = np.zeros(ncomp, bool)
+    has_exit[lab[coo.row[leaving]]] = True
+    bottoms = np.flatnonzero(~has_exit)
+    if bottoms.size > 1:
+        raise ModelError(f"steady-state analysis: the CTMC has {bottoms.size} closed classes, so the long-run "
+                         f"distribution depends on the initial marking; use transient analysis")
+    return np.flatnonzero(lab == bottoms[0])
+
+
+def _direct(Q: sp.csr_matrix) -> np.ndarray:
+    n = Q.shape[0]
+    if n == 1:
+        return np.ones(1)
+    k = int(np.argmax(np.abs(Q.diagonal())))
+    keep = np.r_[0:k, k + 1:n]
+    A = Q.T.tocsc()
+    Ar = A[keep][:, keep].tocsc()
+    b = -np.asarray(A[keep][:, [k]].todense()).ravel()
+    lu = spla.splu(Ar, permc_spec="COLAMD")
+    x = lu.solve(b)
+    pi = np.empty(n)
+    pi[keep] = x
+    pi[k] = 1.0
+    return pi / pi.sum()
+
+
+def _choose_aggregates(markings: np.ndarray, names, aggregate_by, max_aggregates: int) -> np.ndarray:
+    if aggregate_by is not None:
+        cols = []
+        for p in aggregate_by:
+            if p not in names:
+                raise ModelError(f"aggregate_by: unknown place {p!r}; known: {', '.join(names)}")
+            cols.append(list(names).index(p))
+    else:
+        distinct = [np.unique(markings[:, j]).size for j in range(markings.shape[1])]
+        order = sorted(range(len(distinct)), key=lambda j: -distinct[j])
+        cols = []
+        for j in order:
+            if distinct[j] < 2:
+                break
+            trial = cols + [j]
+            if np.unique(markings[:, trial], axis=0).shape[0] <= max_aggregates:
+                cols = trial
+        if not cols:
+            cols = [order[0]]
+    _, agg = np.unique(markings[:, cols], axis=0, return_inverse=True)
+    return agg.ravel().astype(np.int64)
+
+
+def _iad(Q: sp.csr_matrix, agg: np.ndarray, tol: float, maxiter: int, sweeps: int = 3,
+         x0: np.ndarray | None = None) -> tuple[np.ndarray, int, float]:
+    from ._kernels import coarse_generator, gauss_seidel, gth
+
+    n = Q.shape[0]
+    na = int(agg.max()) + 1
+    C = Q.tocsc()
+    diag = -C.diagonal()
+    x = np.full(n, 1.0 / n) if x0 is None else x0.copy()
+    Qc = np.empty((na, na))
+    res = np.inf
+    it = 0
+    best = np.inf
+    stall = 0
+    while it < maxiter:
+        it += 1
+        mass = np.bincount(agg, weights=x, minlength=na)
+        w = x / mass[agg]
+        coarse_generator(Q.indptr, Q.indices, Q.data, agg, w, Qc)
+        xi = gth(Qc)
+        x = w * xi[agg]
+        gauss_seidel(C.indptr, C.indices, C.data, diag, x, 1.0, sweeps)
+        x /= x.sum()
+        res = _residual(Q, x)
+        if res <= tol:
+            break
+        if res < 0.9 * best:
+            best, stall = res, 0
+        else:
+            stall += 1
+            if stall >= 50:
+                break
+    return x, it, res
+
+
+def _sor(Q: sp.csr_matrix, tol: float, maxiter: int, omega: float = 1.0,
+         x0: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    from ._kernels import gauss_seidel
+
+    n = Q.shape[0]
+    C = Q.tocsc()
+    diag = -C.diagonal()
+    x = np.full(n, 1.0 / n) if x0 is None else x0.copy()
+    it = 0
+    while it < maxiter:
+        gauss_seidel(C.indptr, C.indices, C.data, diag, x, omega, 10)
+        it += 10
+        x /= x.sum()
+        if _residual(Q, x) <= tol:
+            break
+    return x, it
+
+
+def steady_state(ctmc: CTMC, *, method: str = "auto", tol: float = 1e-13, maxiter: int = 2000,
+                 direct_limit: int = 5000, aggregate_by=None, max_aggregates: int = 400,
+                 sweeps: int = 3, x0: np.ndarray | None = None) -> SteadyState:
+    """Steady-state distribution of the tangible CTMC.
+
+    Parameters
+    ----------
+    ctmc : CTMC
+        From :func:`hetsched.srn.reach.to_ctmc`.
+    method : {"auto", "direct", "iad", "sor"}
+    tol : float
+        Stopping rule of the iterative methods: normalised residual
+        ``||pi Q||_1 / max|q_ii| <= tol``. Every answer is re-checked and flagged
+        ``success=False`` above ``100 * tol``.
+    maxiter : int
+        Iteration cap (IAD iterations; SOR uses ``10 * maxiter`` sweeps).
+    direct_limit : int
+        ``auto`` uses the direct solver up to this many states.
+    aggregate_by : sequence of place names, optional
+        Places whose joint marking defines the IAD aggregates.
+    max_aggregates : int
+        Cap on the number of aggregates when they are chosen automatically.
+    sweeps : int
+        Gauss-Seidel sweeps per IAD iteration.
+    x0 : array, optional
+        Starting vector of the iterative methods (e.g. the solution at a nearby
+        parameter value).
+    """
+    if method not in METHODS:
+        raise ModelError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if not (isinstance(tol, float) and 0 < tol < 1):
+        raise ModelError(f"tol must be a float in (0, 1), got {tol!r}")
+    t0 = time.perf_counter()
+    Q = ctmc.Q
+    n = Q.shape[0]
+    names = ctmc.space.net.place_names
+    comp = _bottom_component(Q, ctmc.markings, names)
+    Qc = Q if comp.size == n else Q[comp][:, comp].tocsr()
+    chosen = method
+    if method == "auto":
+        chosen = "direct" if Qc.shape[0] <= direct_limit else "iad"
+    its = 0
+    extra: dict[str, Any] = {}
+    if chosen == "direct":
+        try:
+            pic = _direct(Qc)
+        except (MemoryError, RuntimeError) as exc:
+            raise SolverError(f"direct steady-state solver failed ({exc}); try method='iad'") from exc
+        res = _residual(Qc, pic)
+    elif chosen == "iad":
+        agg = _choose_aggregates(ctmc.markings[comp], names, aggregate_by, max_aggregates)
+        extra["aggregates"] = int(agg.max()) + 1
+        start = None
+        if x0 is not None and np.shape(x0) == (n,) and np.all(np.isfinite(x0)):
+            start = np.clip(np.asarray(x0, float)[comp], 1e-300, None)
+            start /= start.sum()
+        pic, its, res = _iad(Qc, agg, tol, maxiter, sweeps, x0=start)
+        if res > tol and method == "auto":
+            chosen = "iad+sor"
+            pic, it2 = _sor(Qc, tol, 10 * maxiter, x0=pic)
+            its += it2
+            res = _residual(Qc, pic)
+    else:
+        pic, its = _sor(Qc, tol, 10 * maxiter)
+        res = _residual(Qc, pic)
+    pi = np.zeros(n)
+    pi[comp] = pic
+    ok = bool(np.isfinite(res) and res <= max(tol * 100, 1e-14) and pic.min() > -1e-10)
+    msg = "converged" if ok else f"not converged: residual {res:.3g} (target {tol:.3g})"
+    pi = np.clip(pi, 0.0, None)
+    pi /= pi.sum()
+    return SteadyState(pi=pi, success=ok, status=0 if ok else 1, message=msg, method=chosen,
+                       residual=res, iterations=its, seconds=time.perf_counter() - t0,
+                       transient_states=n - comp.size, extra=extra)
+
+
+def transient(ctmc: CTMC, times, *, p0: np.ndarray | None = None, eps: float = 1e-12) -> np.ndarray:
+    """Transient distributions ``p(t)`` at the given times (rows), by uniformisation.
+
+    Stopping rule: the Poisson series is truncated where its remaining mass is
+    below ``eps`` (per step of length at most ``20/q`` to avoid underflow).
+    """
+    from scipy.stats import poisson
+
+    times = np.atleast_1d(np.asarray(times, dtype=float))
+    if (times < 0).any() or not np.all(np.isfinite(times)):
+        raise ModelError(f"times must be finite and >= 0, got {times.tolist()}")
+    Q = ctmc.Q
+    q = float(np.abs(Q.diagonal()).max()) * 1.02 or 1.0
+    Pt = (sp.eye(Q.shape[0]) + Q / q).T.tocsr()
+    p = (ctmc.p0 if p0 is None else np.asarray(p0, float)).copy()
+    order = np.argsort(times)
+    out = np.empty((times.size, Q.shape[0]))
+    tcur = 0.0
+    for i in order:
+        dt = times[i] - tcur
+        while dt > 0:
+            h = min(dt, 200.0 / q)
+            lam = q * h
+            kmax = int(poisson.isf(eps, lam)) + 1
+            w = poisson.pmf(np.arange(kmax + 1), lam)
+            v = p.copy()
+            acc = w[0] * v
+            for k in range(1, kmax + 1):
+                v = Pt @ v
+                acc += w[k] * v
+            p = acc / acc.sum()
+            dt -= h
+        tcur = times[i]
+        out[i] = p
+    return out
+
+
+def reward_vector(ctmc: CTMC, r: Reward) -> np.ndarray:
+    """The reward rate of each tangible state."""
+    if not isinstance(r, Reward):
+        raise ModelError(f"expected a reward (mark(p), rate(t), reward(f) or a combination), got {r!r}")
+    names = ctmc.space.net.place_names
+    v = np.full(ctmc.n, r.const)
+    for kind, arg, c in r.terms:
+        if kind == "mark":
+            if arg not in names:
+                raise ModelError(f"mark(): unknown place {arg!r}; known: {', '.join(names)}")
+            v += c * ctmc.markings[:, names.index(arg)]
+        elif kind == "rate":
+            v += c * ctmc.rate_vector(arg)
+        else:
+            idx = {p: j for j, p in enumerate(names)}
+            X = ctmc.markings.astype(np.int64)
+            try:
+                f = np.asarray(arg(MarkingView(X, idx)), dtype=float)
+                if f.shape == ():
+                    f = np.full(ctmc.n, float(f))
+                if f.shape != (ctmc.n,):
+                    raise ValueError("shape")
+            except ModelError:
+                raise
+            except Exception:  # noqa: BLE001 - scalar function
+                try:
+                    f = np.array([float(arg(MarkingView(x, idx))) for x in X])
+                except Exception as exc:  # noqa: BLE001
+                    raise ModelError(f"reward function raised {type(exc).__name__}: {exc}") from exc
+            v += c * f
+    return v
+
+
+def expect(ctmc: CTMC, dist: np.ndarray, r: Reward) -> float:
+    """Expected reward rate ``sum_s dist[s] r(s)``."""
+    return float(dist @ reward_vector(ctmc, r))

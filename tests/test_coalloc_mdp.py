@@ -1,0 +1,226 @@
+"""The seed-000 co-allocation model on the CTMDP solver: structure, solvers, closed forms, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hetsched.errors import ModelError
+from hetsched.mdp.coalloc import (
+    CoallocParams,
+    average_cost,
+    build_coalloc,
+    coalloc_event_model,
+    decision_table,
+    heuristic_policy,
+    local_policy,
+    n_states,
+    policy_from_table,
+    solve_coalloc,
+)
+from hetsched.mdp.ctmdp import policy_iteration, to_mdptoolbox, value_iteration
+
+
+def params(**kw) -> CoallocParams:
+    base = dict(rho=0.8, mu3=0.7, p=0.6, delta=6)
+    base.update(kw)
+    return CoallocParams.from_loads(**base)
+
+
+@pytest.mark.parametrize("delta", [1, 2, 30, 100, 200])
+def test_state_count(delta: int) -> None:
+    # §4: 6 (Delta+1)(2 Delta+1); 11346 / 121806 / 483606 for Delta = 30 / 100 / 200
+    assert n_states(delta) == 6 * (delta + 1) * (2 * delta + 1)
+    if delta <= 30:
+        assert build_coalloc(params(delta=delta)).ctmdp.n_states == n_states(delta)
+    assert n_states(30) == 11346 and n_states(100) == 121806 and n_states(200) == 483606
+
+
+def test_loads() -> None:
+    prm = CoallocParams.from_loads(rho1=0.7, rho2=0.9, mu1=1.5, mu2=2.0, p=0.3)
+    m = 0.3 + 2 * 0.7
+    assert prm.lam1 == pytest.approx(2 * 0.7 * 1.5 / m) and prm.lam2 == pytest.approx(1.8)
+    assert prm.rho1 == pytest.approx(0.7) and prm.rho2 == pytest.approx(0.9) and prm.rho == pytest.approx(0.8)
+    assert prm.nu_used == pytest.approx(prm.lam1 + prm.lam2 + 2 * 1.5 + 2.0 + 0.7)
+
+
+@pytest.mark.parametrize("self_loop", ["pre", "post"])
+@pytest.mark.parametrize("boundary", ["block", "absorb"])
+def test_vectorized_builder_equals_event_description(self_loop: str, boundary: str) -> None:
+    prm = params(delta=4, self_loop=self_loop, boundary=boundary)
+    vec = build_coalloc(prm)
+    ref = coalloc_event_model(prm)
+    # every state reachable from the empty system is in the vectorized model, with the same pairs
+    idx = np.array([int(vec.index(*s)) for s in ref.labels])
+    assert len(set(idx.tolist())) == ref.n_states
+    c = vec.ctmdp
+    table = {(int(s), int(a)): k for k, (s, a) in enumerate(zip(c.sa_state, c.sa_action))}
+    for k in range(ref.n_pairs):
+        s, a = int(ref.sa_state[k]), int(ref.sa_action[k])
+        kv = table[(int(idx[s]), a)]
+        assert c.cost[kv] == pytest.approx(ref.cost[k])
+        assert c.kill[kv] == pytest.approx(ref.kill[k])
+        row_ref = ref.R.getrow(k).tocoo()
+        row_vec = c.R.getrow(kv).toarray().ravel()
+        expect = np.zeros(c.n_states)
+        expect[idx[row_ref.col]] = row_ref.data
+        assert np.allclose(row_vec, expect, atol=1e-12)
+    # the admissible actions follow Omega(S): a choice only in g=2, x11=0, theta>=1
+    q1, q2, g, x1, x2, x11 = vec.states.T
+    choice = np.bincount(c.sa_state, minlength=c.n_states) == 2
+    assert np.array_equal(choice, (g == 2) & (x11 == 0) & (2 - x1 - 2 * x2 - x11 >= 1))
+    assert np.all(x1[choice] <= 1) and np.all(x2[choice] == 0)
+
+
+def test_exit_rates_within_the_printed_bound() -> None:
+    prm = params(delta=5)
+    m = build_coalloc(prm)
+    assert m.ctmdp.max_rate <= prm.nu_used + 1e-12
+    assert m.ctmdp.max_rate == pytest.approx(prm.max_rate)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(rho=0.9, mu3=0.8, p=0.8), dict(self_loop="post"), dict(boundary="absorb")])
+def test_all_solvers_and_mdptoolbox_agree(kw) -> None:
+    mdptoolbox = pytest.importorskip("mdptoolbox.mdp")
+    prm = params(delta=8, **kw)
+    model = build_coalloc(prm)
+    sols = {m: solve_coalloc(model, method=m) for m in
+            ("gauss-seidel", "jacobi", "policy-iteration", "modified-policy-iteration")}
+    ref = sols["policy-iteration"]
+    for name, s in sols.items():
+        assert s.result.success, (name, s.result.message)
+        assert np.array_equal(s.policy, ref.policy), name
+    if prm.boundary == "absorb":  # killing rates make P substochastic, which pymdptoolbox refuses
+        return
+    P, R, disc = to_mdptoolbox(model.ctmdp, prm.beta, nu=prm.nu_used)
+    vi = mdptoolbox.ValueIteration(P, R, disc, epsilon=1e-10, max_iter=100000)
+    vi.run()
+    tb = np.array(vi.policy)
+    # pymdptoolbox's argmax breaks exact ties by the lowest action, as our solvers do; compare where certified
+    ctm = model.ctmdp
+    pair = np.full((ctm.n_states, 2), -1)
+    pair[ctm.sa_state, ctm.sa_action] = np.arange(ctm.n_pairs)
+    q = ref.result.extra["q"]
+    two = pair[:, 1] >= 0
+    gap = np.zeros(ctm.n_states)
+    gap[two] = np.abs(q[pair[two, 0]] - q[pair[two, 1]])
+    clear = gap > 1e-6
+    assert np.array_equal(tb[clear], ref.policy[clear])
+    # pymdptoolbox stops on the span of V_n+1 - V_n: its V is J* up to a constant shift
+    diff = -np.array(vi.V) - ref.result.values
+    assert np.ptp(diff) < 1e-6 * np.abs(ref.result.values).max()
+
+
+def test_local_policy_makes_cluster2_a_truncated_mm1() -> None:
+    prm = params(delta=10, rho1=0.7, rho2=0.6, rho=None)
+    m = build_coalloc(prm)
+    res = average_cost(m, local_policy(m))
+    q2 = m.states[:, 1]
+    marg = np.bincount(q2, weights=res["pi"], minlength=prm.delta + 1)
+    r = prm.lam2 / prm.mu2
+    expect = r ** np.arange(prm.delta + 1)
+    expect /= expect.sum()
+    assert np.allclose(marg, expect, atol=1e-10)
+    # and without co-allocation no state with x11 = 1 is ever visited
+    assert res["pi"][m.states[:, 5] == 1].sum() < 1e-14
+
+
+def test_discounted_value_of_local_policy_cluster2_part() -> None:
+    # with c1 = 0, Local's discounted cost depends on cluster 2 only: the truncated M/M/1's J
+    from hetsched.mdp.ctmdp import build_ctmdp, evaluate_policy
+
+    prm = params(delta=6, c1=0.0, c2=1.0)
+    m = build_coalloc(prm)
+    J = evaluate_policy(m.ctmdp, local_policy(m), beta=prm.beta)["values"]
+    K = prm.delta
+    mm1 = build_ctmdp([0], lambda n: [0], lambda n, a: [(prm.lam2, n + 1)] * (n < K) + [(prm.mu2, n - 1)] * (n > 0),
+                      lambda n, a: float(n))
+    Jq = evaluate_policy(mm1, np.zeros(mm1.n_states, dtype=np.int64), beta=prm.beta)["values"]
+    Jq = Jq[np.argsort(np.array(mm1.labels))]
+    q2, x11 = m.states[:, 1], m.states[:, 5]
+    # from a state without a co-allocated job, Local never preempts cluster 2
+    assert np.allclose(J[x11 == 0], Jq[q2[x11 == 0]], rtol=1e-10)
+    # with one, cluster 2 first waits for it: its cost can only be higher
+    assert np.all(J[x11 == 1] >= Jq[q2[x11 == 1]] - 1e-9)
+
+
+def test_tables_shape_margins_and_near_ties() -> None:
+    sol = solve_coalloc(params(delta=10))
+    D = 10
+    for key in ("x1=0", "x1=1"):
+        assert sol.tables[key].shape == (D, D + 1)
+        assert set(np.unique(sol.tables[key])) <= {0, 1}
+        # the sign of the margin is the action
+        assert np.all((sol.margins[key] > 0) == (sol.tables[key] == 1) | ~sol.certified[key])
+    d = sol.as_dict()
+    assert d["states"] == n_states(D) and d["iterations"] >= 1 and d["seconds"] >= 0
+    assert len(d["tables"]["x1=1"]) == D and len(d["tables"]["x1=1"][0]) == D + 1
+    ties = sol.near_ties(0.005)
+    for key, cells in ties.items():
+        for q1, q2, m in cells:
+            assert abs(m) < 0.005 and 1 <= q1 <= D and 0 <= q2 <= D
+
+
+def test_decision_table_round_trip_and_heuristic() -> None:
+    prm = params(delta=7)
+    m = build_coalloc(prm)
+    h = heuristic_policy(m)
+    tab = decision_table(m, h)
+    assert np.array_equal(policy_from_table(m, tab), h)
+    # the heuristic co-allocates only at x1 = 1 and where p c1 q1 > c2 q2
+    assert tab[0].sum() == 0
+    q1, q2 = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
+    assert np.array_equal(tab[1] == 1, (q1 >= 1) & (prm.p * prm.c1 * q1 > prm.c2 * q2))
+
+
+def test_optimal_beats_local_and_heuristic_in_exact_average_cost_small_model() -> None:
+    # on the truncated chain itself the average-cost optimal policy is best by construction
+    from hetsched.mdp.ctmdp import average_policy_iteration
+
+    prm = params(delta=12, rho=0.7)
+    m = build_coalloc(prm)
+    opt = average_policy_iteration(m.ctmdp)
+    g_loc = average_cost(m, local_policy(m))["gain"]
+    g_heu = average_cost(m, heuristic_policy(m))["gain"]
+    assert opt.gain <= g_heu + 1e-9 and opt.gain <= g_loc + 1e-9
+
+
+def test_param_validation() -> None:
+    with pytest.raises(ModelError, match="p: the probability"):
+        CoallocParams(lam1=1, lam2=1, p=1.5)
+    with pytest.raises(ModelError, match="mu3"):
+        CoallocParams(lam1=1, lam2=1, mu3=0)
+    with pytest.raises(ModelError, match="delta"):
+        CoallocParams(lam1=1, lam2=1, delta=0)
+    with pytest.raises(ModelError, match="self_loop"):
+        CoallocParams(lam1=1, lam2=1, self_loop="X")
+    with pytest.raises(ModelError, match="boundary"):
+        CoallocParams(lam1=1, lam2=1, boundary="wrap")
+    with pytest.raises(ModelError, match="nu"):
+        CoallocParams(lam1=1, lam2=1, nu=1.0)
+    with pytest.raises(ModelError, match="not both"):
+        CoallocParams.from_loads(rho=0.5, rho1=0.5)
+    with pytest.raises(ModelError, match="method"):
+        solve_coalloc(params(delta=2), method="newton")
+
+
+def test_cli_json_contract() -> None:
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    r = CliRunner().invoke(app, ["mdp", "coalloc", "--delta", "5", "--rho", "0.8", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["states"] == n_states(5)
+    assert isinstance(d["iterations"], int) and d["seconds"] >= 0
+    assert set(d["tables"]) >= {"x1=0", "x1=1"}
+    for key in ("x1=0", "x1=1"):
+        rows = d["tables"][key]
+        assert len(rows) == 5 and all(len(row) == 6 and set(row) <= {0, 1} for row in rows)
+    r = CliRunner().invoke(app, ["mdp", "coalloc", "--delta", "3"])
+    assert r.exit_code == 0 and "x1=1" in r.output and "Margin" in r.output
+    r = CliRunner().invoke(app, ["mdp", "coalloc", "--p", "2"])
+    assert r.exit_code == 2 and "p: the probability" in r.output

@@ -1,0 +1,285 @@
+"""Decentralized grid model (thesis ch. 4): truths, hand counts, cross-implementation checks."""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+import numpy as np
+import pytest
+
+from hetsched.errors import ModelError
+from hetsched.lp import solve_allocation
+from hetsched.scenarios import load
+from hetsched.sim.decentral import per_machine_alpha, prepare, replication, simulate, simulate_command
+from hetsched.stats import t_interval
+from hetsched.system import System, groups_from_matrix
+
+
+def grid(mu, alpha_matrix, **kw):
+    A = np.asarray(alpha_matrix, float)
+    return System(id="t", alpha=tuple(A.sum(axis=1)), groups=groups_from_matrix(mu),
+                  alpha_matrix=tuple(map(tuple, A)), **kw)
+
+
+def one_run(system, policy, seed=1, **kw):
+    return replication(np.random.SeedSequence(seed), prepare(system, policy, **kw))
+
+
+# ------------------------------------------------------------------ the LP inside the kernel
+@pytest.mark.parametrize("sid,arr", [("4.2-ex", None), ("4.2-ex", "changed"), ("4.A", None)])
+def test_kernel_lp_matches_highs(sid, arr):
+    from hetsched.sim._decentral_kernel import solve_view_lp
+
+    s = load(sid, arrivals=arr) if arr else load(sid)
+    A, mu = per_machine_alpha(s), np.ascontiguousarray(s.mu_effective)
+    sup = np.zeros(mu.shape, bool)
+    basis = np.zeros(sum(mu.shape), np.int64)
+    lam, piv, _ = solve_view_lp(A.sum(1), mu, sup, basis, False)
+    ref = solve_allocation(mu, A.sum(1))
+    assert piv >= 0 and lam == pytest.approx(ref.lam, rel=1e-12)
+    assert (~sup).sum() >= ref.target_zeros  # a vertex (Proposition 2.2.1)
+    if sid == "4.2-ex":  # §4.2: both views give delta* = [[0, +], [1, +]]
+        assert sup.tolist() == [[False, True], [True, True]]
+
+
+def test_kernel_lp_warm_start_equals_cold():
+    from hetsched.sim._decentral_kernel import solve_view_lp
+
+    s = load("4.A")
+    A, mu = per_machine_alpha(s), np.ascontiguousarray(s.mu_effective)
+    rng = np.random.default_rng(3)
+    basis = np.zeros(sum(mu.shape), np.int64)
+    solve_view_lp(A.sum(1), mu, np.zeros(mu.shape, bool), basis, False)
+    for _ in range(30):
+        mu2 = mu * rng.choice([1.0, 1.05, 1.15], size=mu.shape)
+        A2 = A * rng.choice([1.0, 1.1, 1.2], size=A.shape)
+        s_w = np.zeros(mu.shape, bool)
+        lam_w, piv_w, _ = solve_view_lp(A2.sum(1), mu2, s_w, basis, True)
+        lam_c = solve_allocation(mu2, A2.sum(1)).lam
+        assert piv_w >= 0 and lam_w == pytest.approx(lam_c, rel=1e-9)
+        assert (~s_w).sum() >= mu.size + 1 - sum(mu.shape)
+
+
+# ------------------------------------------------------------------ closed forms
+@pytest.mark.parametrize("policy,k", [("mct", None), ("kpb", 1), ("lpas-dec", None)])
+def test_one_machine_is_mm1(policy, k):
+    s = grid([[1.0]], [[0.7]])
+    res = simulate(s, policy, k=k, reps=8, horizon=20_000.0, seed=5, workers=1, progress=False)
+    truth = 1.0 / (1.0 - 0.7)
+    assert res.ci[0] - 0.02 * truth <= truth <= res.ci[1] + 0.02 * truth
+    assert res.messages == 0 and not res.unstable
+
+
+def test_arrival_and_rate_change_counts_are_poisson():
+    s = load("4.A")
+    runs = [one_run(s, "mct", seed=r, horizon=2_000.0) for r in range(6)]
+    lam = per_machine_alpha(s).sum()
+    arr = t_interval([r["arrivals"] / 2_000.0 for r in runs])
+    # rates are raised by level 1, 1.1 or 1.2 over time: the mean rate lies in [lam, 1.2 lam]
+    assert arr.low <= 1.2 * lam and arr.high >= lam
+    rc = np.mean([r["rate_change_events"] for r in runs])
+    assert abs(rc - 0.035 * 2_000) < 4 * np.sqrt(0.035 * 2_000 / 6)
+
+
+# ------------------------------------------------------------------ message counts (§4.1-4.2)
+def _hand_count(log, cand_sets):
+    return int(sum(2 * len(set(cand_sets[i]) - {o}) for i, o in zip(log["i"], log["o"])))
+
+
+TINY_MU = [[4.0, 2.0, 1.0], [1.0, 3.0, 5.0]]
+TINY_A = [[0.8, 0.6, 0.4], [0.5, 0.9, 0.7]]
+
+
+def test_message_counts_by_hand():
+    s = grid(TINY_MU, TINY_A)
+    mu = np.asarray(TINY_MU)
+    sets = {
+        "mct": [[0, 1, 2], [0, 1, 2]],
+        "kpb": [list(np.argsort(-mu[i], kind="stable")[:2]) for i in range(2)],
+        "lpas-dec": [list(np.flatnonzero(r)) for r in solve_allocation(mu, np.sum(TINY_A, 1)).support],
+    }
+    for pol, cs in sets.items():
+        r = one_run(s, pol, k=2 if pol == "kpb" else None, horizon=300.0, log=100_000)
+        assert r["messages"] == _hand_count(r["log"], cs), pol
+        if pol == "mct":
+            assert r["messages"] == 2 * (3 - 1) * r["arrivals"]  # 2 (M - 1) per task (§4.1)
+        # the task went to a machine of its candidate set
+        assert all(d in cs[i] for i, d in zip(r["log"]["i"], r["log"]["d"]))
+
+
+def test_include_local_adds_the_origin():
+    s = grid(TINY_MU, TINY_A)
+    r0 = one_run(s, "kpb", k=1, horizon=300.0, log=100_000)
+    r1 = one_run(s, "kpb", k=1, horizon=300.0, log=100_000, include_local=True)
+    best = np.argmax(np.asarray(TINY_MU), axis=1)
+    # k = 1: a message pair unless the origin is the fastest machine, whatever include_local says
+    for r in (r0, r1):
+        assert r["messages"] == 2 * int(sum(o != best[i] for i, o in zip(r["log"]["i"], r["log"]["o"])))
+    assert r1["mean_candidates"] > r0["mean_candidates"]
+
+
+def test_static_views_solve_once():
+    s = load("4.A")
+    r = one_run(s, "lpas-dec", horizon=500.0, rate_changes=False)
+    assert r["lp_solves"] == 1 and r["view_updates"] == 0  # identical exact views never change
+
+
+# ------------------------------------------------------------------ LPAS_dec = centralized LPAS
+def _central_lpas_replay(log, mu, support):
+    """Pure-Python centralized LPAS mapper (thesis §2.2.1) replayed on the logged arrivals."""
+    N, M = mu.shape
+    queues = [deque() for _ in range(M)]
+    Q = np.zeros((N, M), int)
+    dep = []  # (time, machine)
+    out = []
+    for t, i, x in zip(log["t"], log["i"], log["x"]):
+        while dep and dep[0][0] < t:
+            td, j = heapq.heappop(dep)
+            c, _ = queues[j].popleft()
+            Q[c, j] -= 1
+            if queues[j]:
+                c2, x2 = queues[j][0]
+                heapq.heappush(dep, (td + x2 / mu[c2, j], j))
+        best, dest = np.inf, -1
+        for j in np.flatnonzero(support[i]):
+            e = 1.0 / mu[i, j] + sum(Q[c, j] / mu[c, j] for c in range(N) if Q[c, j] > 0)
+            if e < best:
+                best, dest = e, j
+        out.append(dest)
+        queues[dest].append((i, x))
+        Q[i, dest] += 1
+        if len(queues[dest]) == 1:
+            heapq.heappush(dep, (t + x / mu[i, dest], dest))
+    return np.asarray(out)
+
+
+@pytest.mark.parametrize("sid", ["4.A", "4.2-ex"])
+def test_lpas_dec_decisions_equal_central_lpas(sid):
+    s = load(sid)
+    mu = s.mu_effective
+    r = one_run(s, "lpas-dec", horizon=400.0, rate_changes=False, log=200_000)
+    support = solve_allocation(mu, per_machine_alpha(s).sum(1)).support
+    ref = _central_lpas_replay(r["log"], mu, support)
+    assert len(ref) > 100
+    assert np.array_equal(ref, r["log"]["d"])
+
+
+def test_lpas_dec_static_agrees_with_mapping_model():
+    """Static, exact views: W of LPAS_dec within CIs of the centralized mapping model's LPAS."""
+    from hetsched.sim.mapping import simulate as map_sim
+
+    s = load("4.A")
+    dec = simulate(s, "lpas-dec", reps=6, horizon=3_000.0, seed=11, workers=1, progress=False,
+                   rate_changes=False)
+    cen = map_sim(s.with_(alpha_matrix=None), "lpas", reps=6, horizon=3_000.0, seed=12, workers=1,
+                  progress=False)
+    for a, b in zip(dec.per_class, cen.per_class):
+        lo = max(a["W_ci"][0], b["W_ci"][0])
+        hi = min(a["W_ci"][1], b["W_ci"][1])
+        assert lo <= hi * 1.02, (a, b)
+
+
+# ------------------------------------------------------------------ views, propagation, reproducibility
+def test_instant_propagation_views_never_differ_from_truth():
+    s = load("4.A")
+    r_inst = one_run(s, "lpas-dec", horizon=2_000.0, propagation="instant")
+    r_msg = one_run(s, "lpas-dec", horizon=2_000.0)
+    # same arrivals and rate changes (common random numbers), different information
+    assert r_inst["arrivals"] == r_msg["arrivals"]
+    assert r_inst["rate_change_events"] == r_msg["rate_change_events"]
+    assert r_inst["view_updates"] == 0 < r_msg["view_updates"]
+
+
+def test_reproducible_and_seed_dependent():
+    s = load("4.A")
+    a = one_run(s, "kpb", k=3, seed=4, horizon=1_000.0)
+    b = one_run(s, "kpb", k=3, seed=4, horizon=1_000.0)
+    c = one_run(s, "kpb", k=3, seed=5, horizon=1_000.0)
+    assert a["W"] == b["W"] and a["messages"] == b["messages"]
+    assert a["W"] != c["W"]
+
+
+def test_inaccuracy_changes_only_estimates():
+    s = load("4.A")
+    r0 = one_run(s, "lpas-dec", horizon=1_000.0)
+    r1 = one_run(s, "lpas-dec", horizon=1_000.0, inaccuracy=0.5)
+    assert r0["arrivals"] == r1["arrivals"]  # the actual system is the same
+    assert r0["W"] != r1["W"]
+
+
+def test_mct_is_unstable_on_its_published_counterexample_shape():
+    """An overloaded grid (lambda* < 1) is reported unstable, never as a number."""
+    s = grid([[1.0, 1.0]], [[1.2, 1.2]])
+    out = simulate_command(s, "mct", reps=2, horizon=20_000.0, workers=1, progress=False,
+                           max_in_system=2_000)
+    assert out["unstable"] and out["mean"] is None
+
+
+def test_simulate_command_contract():
+    s = grid(TINY_MU, TINY_A)
+    out = simulate_command(s, "lpas-dec", reps=2, horizon=200.0, workers=1, progress=False)
+    for key in ("policy", "metric", "mean", "ci", "per_class", "unstable", "events", "wall_seconds", "messages"):
+        assert key in out
+    assert out["metric"] == "W" and out["policy"] == "lpas-dec" and len(out["per_class"]) == 2
+
+
+# ------------------------------------------------------------------ validation
+@pytest.mark.parametrize("kw,match", [
+    ({"policy": "fcfs"}, "not a decentralized-grid policy"),
+    ({"policy": "kpb"}, "needs k"),
+    ({"policy": "kpb", "k": 9}, "k must be an integer"),
+    ({"policy": "mct", "k": 2}, "applies to policy 'kpb' only"),
+    ({"policy": "mct", "horizon": -1.0}, "horizon"),
+    ({"policy": "mct", "inaccuracy": 1.5}, "inaccuracy"),
+    ({"policy": "mct", "propagation": "gossip"}, "propagation"),
+    ({"policy": "mct", "tie": "middle"}, "tie"),
+])
+def test_validation_names_the_field(kw, match):
+    s = grid(TINY_MU, TINY_A)
+    kw = dict(kw)
+    pol = kw.pop("policy")
+    with pytest.raises(ModelError, match=match):
+        prepare(s, pol, **kw)
+
+
+def test_unknown_cli_option_rejected():
+    with pytest.raises(ModelError, match="--dist"):
+        simulate_command(grid(TINY_MU, TINY_A), "mct", reps=1, horizon=10.0, dist="det")
+
+
+def test_littles_law():
+    s = load("4.A")
+    for pol, k in (("mct", None), ("kpb", 2), ("lpas-dec", None)):
+        r = one_run(s, pol, k=k, horizon=3_000.0, seed=9)
+        lam_hat = r["completions"] / 3_000.0
+        assert r["Q"] == pytest.approx(lam_hat * r["W"], rel=0.05), pol
+
+
+@pytest.mark.parametrize("sid", ["4.A", "4.B2"])
+def test_structured_simplex_reaches_the_lp_optimum(sid):
+    """From an old optimal basis, the O(NM)-per-pivot simplex ends at HiGHS's lambda* and a vertex."""
+    from hetsched.sim._decentral_kernel import gub_simplex, solve_view_lp
+
+    s = load(sid)
+    A, mu = per_machine_alpha(s), np.ascontiguousarray(s.mu_effective)
+    N, M = mu.shape
+    rng = np.random.default_rng(7)
+    basis = np.zeros(N + M, np.int64)
+    sup = np.zeros(mu.shape, bool)
+    solve_view_lp(A.sum(1), mu, sup, basis, False)
+    done = 0
+    for _ in range(12 if sid == "4.A" else 4):
+        f = rng.choice([0.35, 0.5, 1.0, 1.6], size=M)  # CPU-availability-like column scalings
+        mu2 = np.ascontiguousarray(mu * f[None, :])
+        b2 = basis.copy()
+        piv = gub_simplex(A.sum(1), mu2, b2, sup, 500)
+        if piv < 0:
+            continue
+        done += 1
+        ref = solve_allocation(mu2, A.sum(1))
+        # lambda of the support: re-solve HiGHS restricted to the support gives the same optimum
+        cap = solve_allocation(np.where(sup, mu2, 0.0), A.sum(1)).lam
+        assert cap == pytest.approx(ref.lam, rel=1e-9)
+        assert (~sup).sum() >= ref.target_zeros
+    assert done >= 1

@@ -1,0 +1,289 @@
+"""Mapping model (thesis §2.2.2): closed forms, an independent reference, invariants.
+
+Every check compares with a truth (M/M/1, M/D/1 and M/G/1 via
+Pollaczek-Khinchine, independent M/M/1 queues, Little's law, formula (2.5),
+a pure-Python reference simulator) — never with pinned outputs of this engine.
+A simulated value agrees with a truth when it lies within 3 half-widths
+(95 % CI) of it; seeds are fixed, so the tests are deterministic.
+"""
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from hetsched.errors import ModelError
+from hetsched.scenarios import load
+from hetsched.sim.mapping import integer_weights, instability_rule, prepare, replication, simulate
+from hetsched.stats import t_interval
+from hetsched.system import MachineGroup, System
+
+sys.path.insert(0, str(Path(__file__).parent))
+from reference_sim import reference_qbar  # noqa: E402
+
+POLICIES = ["met", "mct", "kpb", "lpas", "lpas-2k", "lp-static", "guided-lpas", "guided-lpas-2k"]
+
+
+def one_queue(lam=0.8, mu=1.0, dist="exp"):
+    return System(id="mm1", alpha=(lam,), groups=(MachineGroup("m", 1, (mu,)),), exec_dist=dist)
+
+
+def agrees(res, truth, k=3.0):
+    hw = (res.ci[1] - res.ci[0]) / 2
+    return abs(res.mean - truth) <= k * hw, f"mean {res.mean:.4f} CI {res.ci} truth {truth:.4f}"
+
+
+def run(system, policy="mct", reps=8, horizon=20_000.0, **kw):
+    return simulate(system, policy, reps=reps, horizon=horizon, seed=7, workers=1, progress=False, **kw)
+
+
+# ---------------------------------------------------------------- closed forms
+@pytest.mark.parametrize("policy", ["mct", "lpas", "lp-static", "guided-lpas", "lpas-2k", "met"])
+def test_mm1_every_policy(policy):
+    rho = 0.8
+    res = run(one_queue(rho), policy, warmup=500.0)
+    ok, msg = agrees(res, rho / (1 - rho))
+    assert ok, msg
+    assert not res.unstable
+
+
+@pytest.mark.parametrize(
+    "dist, scv",
+    [("det", 0.0), ("hyperexp", 2.0)],
+)
+def test_pollaczek_khinchine(dist, scv):
+    rho = 0.7
+    truth = rho + rho**2 * (1 + scv) / (2 * (1 - rho))
+    res = run(one_queue(rho, dist=dist), warmup=500.0)
+    ok, msg = agrees(res, truth)
+    assert ok, msg
+
+
+def test_general_distribution_gamma():
+    rho = 0.7
+    g = sps.gamma(a=0.5, scale=3.0)  # scv = 1/a = 2; only the shape matters (mean is rescaled)
+    truth = rho + rho**2 * (1 + 2.0) / (2 * (1 - rho))
+    res = run(one_queue(rho), dist=g, warmup=500.0, horizon=10_000.0)
+    ok, msg = agrees(res, truth)
+    assert ok, msg
+
+
+def test_identical_machines_random_assignment_is_independent_mm1():
+    # MET with random ties on identical machines = uniform random routing;
+    # so is LP-Static (delta* is uniform).  M independent M/M/1 queues.
+    M, lam_each = 4, 0.75
+    sysm = System(id="iid", alpha=(M * lam_each,), groups=(MachineGroup("g", M, (1.0,)),))
+    truth = M * lam_each / (1 - lam_each)
+    for policy, tie in (("met", "random"), ("lp-static", "lowest")):
+        res = run(sysm, policy, tie=tie, warmup=500.0)
+        ok, msg = agrees(res, truth)
+        assert ok, f"{policy}: {msg}"
+
+
+def test_littles_law_on_every_policy():
+    sysm = load("2.D")
+    for policy in POLICIES:
+        res = run(sysm, policy, reps=2, horizon=5_000.0, k=3 if policy == "kpb" else None)
+        if res.unstable:  # MET: tasks pile up, Little's law has no steady state to hold in
+            assert policy == "met"
+            continue
+        assert res.little_rel_error < 0.01, (policy, res.little_rel_error)
+        # per class too: Qbar_i = alpha_i W_i up to edge effects
+        for pc, a in zip(res.per_class, sysm.alpha):
+            assert abs(pc["Q"] - a * pc["W"]) <= 0.03 * pc["Q"] + 0.02
+
+
+# ---------------------------------------------------------------- independent reference
+@pytest.mark.parametrize("policy", ["lpas", "mct"])
+def test_agrees_with_reference_on_2B(policy):
+    sysm = load("2.B")
+    params = prepare(sysm, policy)
+    cands = [list(params["cand"][i, : params["ncand"][i]]) for i in range(sysm.N)]
+    H, R = 2_000.0, 6
+    ref = [reference_qbar(sysm.alpha, sysm.mu.tolist(), cands, H, 100 + r)[0] for r in range(R)]
+    ours = run(sysm, policy, reps=R, horizon=H)
+    e = t_interval(ref)
+    se = math.hypot(e.half_width, (ours.ci[1] - ours.ci[0]) / 2) / 2.0
+    assert abs(e.mean - ours.mean) < 3 * se, (e, ours.mean, ours.ci)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario, policy, lo, hi", [
+    ("2.B", "lpas", 5.17, 5.18), ("2.B", "mct", 20.5, 20.8),
+    ("2.C1", "lpas", 47.4, 47.5), ("2.C1", "mct", 54.5, 54.6),
+])
+def test_published_reference_numbers(scenario, policy, lo, hi):
+    """/work/shared/reference/README.md: independent implementations, 30 x 20,000."""
+    res = simulate(load(scenario), policy, reps=30, horizon=20_000.0, seed=2009, workers=2, progress=False)
+    assert res.ci[0] <= hi and res.ci[1] >= lo, (res.mean, res.ci)
+
+
+def test_agrees_with_reference_on_2C1_short():
+    sysm = load("2.C1")
+    params = prepare(sysm, "lpas")
+    cands = [list(params["cand"][i, : params["ncand"][i]]) for i in range(sysm.N)]
+    H, R = 120.0, 4
+    ref = [reference_qbar(sysm.alpha, sysm.mu.tolist(), cands, H, 200 + r)[0] for r in range(R)]
+    ours = run(sysm, "lpas", reps=10, horizon=H)
+    e = t_interval(ref)
+    se = math.hypot(e.half_width, (ours.ci[1] - ours.ci[0]) / 2) / 2.0
+    assert abs(e.mean - ours.mean) < 3.5 * se, (e, ours.mean, ours.ci)
+
+
+# ---------------------------------------------------------------- invariants and contracts
+def test_reproducible_and_common_random_numbers():
+    sysm = load("2.B")
+    a = replication(np.random.SeedSequence(5), prepare(sysm, "mct", horizon=500.0))
+    b = replication(np.random.SeedSequence(5), prepare(sysm, "mct", horizon=500.0))
+    c = replication(np.random.SeedSequence(5), prepare(sysm, "lpas", horizon=500.0))
+    assert a["Q"] == b["Q"] and a["events"] == b["events"]
+    # same arrival streams under two policies
+    assert a["arrivals"] == c["arrivals"]
+
+
+def test_workers_do_not_change_numbers():
+    sysm = load("2.B")
+    r1 = simulate(sysm, "lpas", reps=4, horizon=500.0, seed=3, workers=1, progress=False)
+    r2 = simulate(sysm, "lpas", reps=4, horizon=500.0, seed=3, workers=2, progress=False)
+    assert [r["Q"] for r in r1.replications] == [r["Q"] for r in r2.replications]
+
+
+def test_contacted_matches_formula_2_5():
+    sysm = load("2.C1")
+    for policy, k in (("lpas", None), ("mct", None), ("kpb", 15), ("lpas-2k", None), ("met", None)):
+        res = run(sysm, policy, reps=1, horizon=200.0, k=k)
+        assert res.contacted == pytest.approx(res.contacted_formula, rel=0.02), policy
+
+
+def test_kpb_candidates_are_the_k_fastest():
+    sysm = load("2.D")
+    p = prepare(sysm, "kpb", k=3)
+    mu = sysm.mu
+    for i in range(sysm.N):
+        chosen = set(p["cand"][i, :3])
+        assert p["ncand"][i] == 3
+        assert min(mu[i, list(chosen)]) >= sorted(mu[i])[-3]
+
+
+def test_exact_weights_for_integer_rates():
+    w, exact = integer_weights(load("2.C1").mu)
+    assert exact and np.all(w == np.round(w))
+    mu = load("2.C1").mu
+    # proportional to 1/mu
+    ratio = w * mu
+    assert np.allclose(ratio, ratio.flat[0])
+    _, exact_h = integer_weights(load("2.H").mu)
+    assert not exact_h
+
+
+def test_tie_rules_differ_and_random_is_seeded():
+    sysm = load("2.C1")
+    lo = run(sysm, "mct", reps=2, horizon=300.0, tie="lowest")
+    hi = run(sysm, "mct", reps=2, horizon=300.0, tie="highest")
+    r1 = run(sysm, "mct", reps=2, horizon=300.0, tie="random")
+    r2 = run(sysm, "mct", reps=2, horizon=300.0, tie="random")
+    assert lo.mean != hi.mean
+    assert r1.mean == r2.mean
+
+
+# ---------------------------------------------------------------- instability
+def test_met_example_of_section_2_1_is_unstable():
+    sysm = System(id="met-ex", alpha=(6.0,), groups=(MachineGroup("a", 1, (5.0,)), MachineGroup("b", 1, (3.0,))))
+    res = run(sysm, "met", reps=4, horizon=2_000.0)
+    assert res.unstable and res.to_json()["mean"] is None
+    assert not run(sysm, "mct", reps=4, horizon=2_000.0).unstable
+
+
+def test_kpb_1_on_2A_unstable_lpas_stable():
+    sysm = load("2.A")
+    assert run(sysm, "kpb", k=1, reps=4, horizon=2_000.0).unstable
+    assert not run(sysm, "lpas", reps=4, horizon=20_000.0).unstable
+
+
+def test_mct_unstable_on_section_2_1_system_guided_stable():
+    sysm = load("2.1-mct")
+    mct = run(sysm, "mct", reps=2, horizon=20_000.0)
+    assert mct.unstable and mct.hit_bound_reps >= 1
+    g = run(sysm, "guided-lpas", reps=2, horizon=5_000.0)
+    assert not g.unstable
+
+
+def test_bound_stops_early_and_bounds_memory():
+    sysm = load("2.A")
+    res = run(sysm, "kpb", k=1, reps=1, horizon=1e7, max_in_system=500)
+    r = res.replications[0]
+    assert r["hit_bound"] and r["peak"] <= 501
+    assert r["events"] < 10_000  # stopped long before the horizon
+
+
+def test_trend_rule():
+    assert instability_rule(np.linspace(10, 1000, 10))
+    assert not instability_rule(np.full(10, 50.0))
+    assert not instability_rule(np.array([37, 57, 30, 77, 248, 98, 99, 57, 47, 34.0]))
+
+
+# ---------------------------------------------------------------- validation
+@pytest.mark.parametrize("kw, match", [
+    (dict(policy="nope"), "policy"),
+    (dict(policy="kpb"), "needs --k"),
+    (dict(policy="kpb", k=99), "k must be"),
+    (dict(policy="mct", dist="weibull"), "dist"),
+    (dict(policy="mct", tie="middle"), "tie rule"),
+    (dict(policy="mct", horizon=-1.0), "horizon"),
+    (dict(policy="mct", warmup=50.0, horizon=10.0), "warmup"),
+    (dict(policy="guided-lpas", C=-1.0), "C "),
+    (dict(policy="mct", max_in_system=0), "max_in_system"),
+])
+def test_validation_errors(kw, match):
+    sysm = load("2.B")
+    policy = kw.pop("policy")
+    with pytest.raises(ModelError, match=match):
+        prepare(sysm, policy, **kw)
+
+
+def test_dask_backend_same_numbers():
+    distributed = pytest.importorskip("distributed")
+    sysm = load("2.B")
+    local = simulate(sysm, "lpas", reps=4, horizon=300.0, seed=11, workers=1, progress=False)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        remote = simulate(sysm, "lpas", reps=4, horizon=300.0, seed=11, backend="dask",
+                          scheduler=cluster.scheduler_address, progress=False)
+    assert [r["Q"] for r in local.replications] == [r["Q"] for r in remote.replications]
+
+
+def test_hyperexp_parametrisation_mean_1_variance_2():
+    from hetsched.sim.dists import hyperexp_params
+
+    p1, r1, r2 = hyperexp_params(2.0)
+    mean = p1 / r1 + (1 - p1) / r2
+    second = 2 * p1 / r1**2 + 2 * (1 - p1) / r2**2
+    assert mean == pytest.approx(1.0) and second - mean**2 == pytest.approx(2.0)
+    assert p1 / r1 == pytest.approx((1 - p1) / r2)  # balanced means
+    with pytest.raises(ModelError, match="scv"):
+        hyperexp_params(0.5)
+
+
+def test_interpreted_kernel_matches_compiled():
+    """NUMBA_DISABLE_JIT=1 runs the same kernel as plain Python: bit-identical results."""
+    import json
+    import os
+    import subprocess
+
+    code = (
+        "import json, numpy as np\n"
+        "from hetsched.scenarios import load\n"
+        "from hetsched.sim.mapping import prepare, replication\n"
+        "print(json.dumps([replication(np.random.SeedSequence(1), prepare(load('2.D'), p, horizon=20.0, k=3))['Q']"
+        " for p in ('mct', 'kpb', 'lpas-2k', 'guided-lpas-2k', 'lp-static')]))\n"
+    )
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    interpreted = json.loads(out)
+    compiled = [replication(np.random.SeedSequence(1), prepare(load("2.D"), p, horizon=20.0, k=3))["Q"]
+                for p in ("mct", "kpb", "lpas-2k", "guided-lpas-2k", "lp-static")]
+    assert interpreted == compiled
