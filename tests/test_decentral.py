@@ -283,3 +283,16 @@ def test_structured_simplex_reaches_the_lp_optimum(sid):
         assert cap == pytest.approx(ref.lam, rel=1e-9)
         assert (~sup).sum() >= ref.target_zeros
     assert done >= 1
+
+
+@pytest.mark.slow
+def test_table_4_1_quick_reproduces_the_papers_ordering(tmp_path):
+    """§4.3.1: LPAS_dec has the best W; MCT the worst; every KPB/LPAS_dec cuts messages against MCT."""
+    from hetsched.experiments import RunOptions, get
+
+    res = get("thesis-table-4.1").run(RunOptions(quick=True, outdir=tmp_path, progress=False, workers=1))
+    rows = {r["policy"]: r for r in res.rows}
+    w = {p: r["W"] for p, r in rows.items() if r["W"] is not None}
+    assert min(w, key=w.get) == "LPAS_dec"
+    assert "MCT" not in w or max(w, key=w.get) == "MCT"
+    assert all(r["Delta"] > 0.3 for p, r in rows.items() if p != "MCT")

@@ -145,7 +145,7 @@ def test_silent_worker_times_out_task_done_once(threads):
     # given to another worker; whichever attempt finishes first is the result.
     tu = 0.01
     est = {"0": [1.0], "1": [1.0], "2": [50.0]}
-    true = {"0": [1.0], "1": [1.0], "2": [0.25]}
+    true = {"0": [1.0], "1": [1.0], "2": [0.04]}
     d = Dispatcher(threads, ["a"], est, policy="gcmu", time_unit=tu, emulation=Emulation(true, {}, tu),
                    timeout_factor=5.0, timeout_min=0.05, adapt_rates=False)
     res = d.run([(0.0, "a", KIND_EMULATE, 1.0) for _ in range(6)], timeout=60)

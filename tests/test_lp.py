@@ -93,7 +93,7 @@ def test_central_solution_is_optimal_and_less_sparse():
 
 def test_dual_route_matches_highs_and_is_a_vertex():
     rng = np.random.default_rng(7)
-    N, M = 6, 9000
+    N, M = 6, 3000
     mu = rng.uniform(0.1, 10, (N, M))
     alpha = rng.uniform(0.5, 2, N) * M / N
     a = solve_allocation(mu, alpha, method="dual")

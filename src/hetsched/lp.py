@@ -266,7 +266,7 @@ def _highs_lp(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, method: str):
     return d, lam, duals[:N], duals[N:], iters
 
 
-def _dual_prices(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, base_size: int = 2000, factor: int = 8):
+def _dual_prices(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, base_size: int = 500, factor: int = 4):
     """Near-optimal class prices ``w`` of the allocation LP, by solving subsamples.
 
     ``lambda* = min_{w >= 0, alpha.w = 1} sum_j cap_j max_i w_i mu_ij`` (LP duality:

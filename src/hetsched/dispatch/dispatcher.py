@@ -188,6 +188,7 @@ class Dispatcher:
     timeout_factor, timeout_min : silent-machine time-out (point 4); None = off.
     poll_interval : seconds between membership checks.
     ignore_unknown_workers : workers without rates are ignored instead of an error.
+    fetch_timeout : seconds to fetch a finished attempt's value before it counts as lost.
     allow_unstable : run even if ``lambda* <= 1``.
     """
 
@@ -195,10 +196,10 @@ class Dispatcher:
                  policy: str = "lpas-dg", alpha: Sequence[float] | None = None,
                  availability: Mapping[str, float] | None = None, time_unit: float = 1.0,
                  journal: str | None = None, emulation: Emulation | None = None,
-                 monitor_interval: float = 2.0, drift_threshold: float = 0.25, min_samples: int = 20,
+                 monitor_interval: float = 2.0, drift_threshold: float = 0.3, min_samples: int = 50,
                  delay_correction: bool = False, adapt_arrivals: bool = True, adapt_rates: bool = True,
                  timeout_factor: float | None = 10.0, timeout_min: float = 5.0, poll_interval: float = 0.2,
-                 ignore_unknown_workers: bool = False, allow_unstable: bool = False):
+                 ignore_unknown_workers: bool = False, allow_unstable: bool = False, fetch_timeout: float = 5.0):
         self.client = client
         self.code = policy_code(policy)
         self.policy = str(policy).lower()
@@ -238,6 +239,7 @@ class Dispatcher:
         self.poll_interval = float(poll_interval)
         self.ignore_unknown_workers = bool(ignore_unknown_workers)
         self.allow_unstable = bool(allow_unstable)
+        self.fetch_timeout = float(fetch_timeout)
 
         # queues
         self.queues = [deque() for _ in range(N)]
@@ -618,10 +620,10 @@ class Dispatcher:
         seconds = 0.0
         if t.kind == KIND_EMULATE:
             seconds = self.emulation.seconds(m.worker, t.cls, t.payload)
+        t3 = time.time()
         fut = self.client.submit(execute, t.kind, t.payload, seconds, key=fkey, workers=[m.address],
                                  allow_other_workers=False, pure=False)
-        t3 = time.time()
-        fut.add_done_callback(self._on_done)
+        self.client.loop.add_callback(self._watch, fut)
         self.submit_seconds += time.perf_counter() - ts
         self.futures[fkey] = fut
         self.inflight[fkey] = (t.id, m.key, t3)
@@ -635,8 +637,28 @@ class Dispatcher:
             expect = self.time_unit / r if r > 0 else 0.0
             heapq.heappush(self.deadlines, (t3 + self.timeout_factor * expect + self.timeout_min, fkey))
 
-    def _on_done(self, fut):  # runs in the client's event-loop thread
-        self.doneq.put((fut, time.time()))
+    async def _watch(self, fut):
+        """In the client's event loop: wait for ``fut``, fetch its value, hand both to the main loop.
+
+        The value is fetched here (asynchronously, at most ``fetch_timeout``
+        seconds) so that a worker that dies between finishing and delivering
+        never blocks the dispatcher: the attempt is then reported lost.
+        """
+        import asyncio
+
+        try:
+            await fut._state.wait()
+        except Exception:  # pragma: no cover - client closing
+            return
+        t6 = time.time()
+        status = fut.status
+        val = None
+        if status == "finished":
+            try:
+                val = (await asyncio.wait_for(self.client._gather([fut]), self.fetch_timeout))[0]
+            except Exception:
+                status = "lost"
+        self.doneq.put((fut.key, status, t6, val, time.time()))
 
     def _check_timeouts(self, now):
         dl = self.deadlines
@@ -659,43 +681,22 @@ class Dispatcher:
                 self._enqueue(t, front=True)
 
     def _complete(self, batch):
-        """Handle finished futures ``[(fut, t6), ...]``."""
-        ok_futs, ok_t6 = [], []
-        for fut, t6 in batch:
-            fkey = fut.key
-            if fkey not in self.inflight:
+        """Handle settled attempts ``[(key, status, t6, value, t7), ...]``."""
+        for fkey, status, t6, val, t7 in batch:
+            if fkey not in self.inflight:  # cancelled or given up earlier
                 self.futures.pop(fkey, None)
                 continue
-            if fut.status == "finished":
-                ok_futs.append(fut)
-                ok_t6.append(t6)
-            else:  # error / cancelled / lost: the attempt is lost, the task goes back
-                self.events.append({"t": t6, "event": "attempt-lost", "key": fkey, "status": fut.status})
+            if status != "finished":  # error / cancelled / lost: the task goes back
+                self.events.append({"t": t6, "event": "attempt-lost", "key": fkey, "status": status})
                 self._attempt_lost(fkey, cancel=False)
-        if not ok_futs:
-            return
-        values = self._fetch(ok_futs)
-        t7 = time.time()
-        for fut, t6, val in zip(ok_futs, ok_t6, values):
-            fkey = fut.key
-            info = self.inflight.pop(fkey, None)
-            self.futures.pop(fkey, None)
-            if info is None:
+                self.futures.pop(fkey, None)
                 continue
+            info = self.inflight.pop(fkey)
+            self.futures.pop(fkey, None)
             tid, mkey, t3 = info
             t = self.tasks[tid]
             t.live.discard(fkey)
             m = self.machines.get(mkey)
-            if val is None:  # result could not be fetched (worker died after finishing)
-                if m is not None and m.fkey == fkey:
-                    m.fkey = None
-                    m.busy = -1
-                    if m.up:
-                        self._make_idle(m, t6, t6)
-                if t.state == _RUNNING and not t.live:
-                    self.stats["resubmitted"] += 1
-                    self._enqueue(t, front=True)
-                continue
             t4, t5, success, value = val
             if m is not None:
                 if m.fkey == fkey:
@@ -748,18 +749,6 @@ class Dispatcher:
         self.idle.pop(m.key, None)
         if not m.silent:
             self.idle[m.key] = None
-
-    def _fetch(self, futs):
-        try:
-            return self.client.sync(self.client._gather, futs, callback_timeout=10.0)
-        except Exception:
-            out = []
-            for f in futs:
-                try:
-                    out.append(f.result(timeout=1.0))
-                except Exception:
-                    out.append(None)
-            return out
 
     # ------------------------------------------------------------------ main loop
     def snapshot(self) -> dict:

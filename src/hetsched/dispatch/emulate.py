@@ -79,6 +79,7 @@ class Killer:
         self.client = client
         self.rng = np.random.default_rng(np.random.SeedSequence(seed))
         self.killed: list[str] = []
+        self.pids: dict[str, int] = {}
 
     def __call__(self, dispatcher) -> None:
         busy = sorted({m.address for m in dispatcher.machines.values() if m.fkey is not None})
@@ -86,9 +87,13 @@ class Killer:
         if not pool:
             return
         addr = pool[int(self.rng.integers(len(pool)))]
-        try:
-            pid = self.client.run(os.getpid, workers=[addr])[addr]
-        except Exception:  # the worker already went away
+        if addr not in self.pids:  # ask every live worker once (a dead one could make run() wait)
+            try:
+                self.pids.update(self.client.run(os.getpid, workers=pool))
+            except Exception:  # a worker went away meanwhile
+                return
+        pid = self.pids.pop(addr, None)
+        if pid is None:
             return
         if pid == os.getpid():
             raise ModelError("kill: workers run in this process; use a cluster with processes=True")

@@ -54,6 +54,8 @@ def simulate_cmd(
     entry = model.load_entry()
     out = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
                 backend=backend, scheduler=scheduler, progress=not (json_out or no_progress), options=options)
+    for key, val in (("scenario", system.id), ("reps", reps), ("horizon", horizon), ("seed", seed)):
+        out.setdefault(key, val)
     if json_out:
         emit_json(out)
         return
@@ -76,11 +78,14 @@ def _print(out: dict) -> None:
             typer.echo(f"  (untrusted {metric} over the run: {_fmt(out['mean_untrusted'])})")
     else:
         lo, hi = out["ci"]
-        rel = out.get("rel_half_width")
+        rel = out.get("rel_half_width", out.get("accuracy"))
         typer.echo(f"  {name}: {_fmt(out['mean'])}  95% CI [{_fmt(lo)}, {_fmt(hi)}]"
                    + (f"  (+-{100 * rel:.2f}%)" if rel is not None else ""))
     for pc in out.get("per_class", []):
-        if pc.get("Q") is None and pc.get("Q_untrusted") is not None:
+        if "mean" in pc and "Q" not in pc:  # models reporting one metric per class (W)
+            lo, hi = pc.get("ci") or (None, None)
+            typer.echo(f"  class {pc['class']}: {metric} {_fmt(pc['mean'])}  [{_fmt(lo)}, {_fmt(hi)}]")
+        elif pc.get("Q") is None and pc.get("Q_untrusted") is not None:
             typer.echo(f"  class {pc['class']}: Q ({_fmt(pc['Q_untrusted'])}?)   W ({_fmt(pc.get('W_untrusted'))}?)")
         else:
             typer.echo(f"  class {pc['class']}: Q {_fmt(pc.get('Q'))}   W {_fmt(pc.get('W'))}")
