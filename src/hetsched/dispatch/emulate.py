@@ -64,7 +64,7 @@ def demo_rates(n_workers: int, load: float = 0.7) -> tuple[list[str], dict[str, 
 def poisson_arrivals(alpha, n_tasks: int, time_unit: float, seed: Any = None) -> list[tuple]:
     """``n_tasks`` arrivals ``(offset_seconds, class, KIND_EMULATE, work)`` of the merged Poisson stream."""
     alpha = np.asarray(alpha, dtype=float)
-    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed))
     gaps = rng.exponential(1.0 / alpha.sum(), size=n_tasks)
     cls = rng.choice(len(alpha), size=n_tasks, p=alpha / alpha.sum())
     work = rng.exponential(1.0, size=n_tasks)

@@ -86,7 +86,7 @@ def mgst_system(setting: str, case: str):
 
 def _failure_hooks(names, time_unit, duration, seed):
     """(offset, hook) pairs: each worker alternates Exp(rate) up and Exp(1/mean) down periods."""
-    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed))
     hooks = []
     for name in names:
         t = rng.exponential(1.0 / FAIL_RATE)
@@ -111,7 +111,7 @@ def run_setting(client, setting: str, case: str, *, time_unit: float, duration: 
     avail = {n: float(a[j]) for j, n in enumerate(names)}
     true = {n: (mu[:, j] / slowdown).tolist() for j, n in enumerate(names)}
     n_tasks = max(20, int(round(alpha.sum() * duration)))
-    ss = np.random.SeedSequence(seed)
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     s_arr, s_fail = ss.spawn(2)
     arrivals = poisson_arrivals(alpha, n_tasks, time_unit, s_arr)
     hooks = _failure_hooks(names, time_unit, arrivals[-1][0] / time_unit, s_fail) if system.failures else []
