@@ -191,3 +191,83 @@ def test_lpas_support_restricts_classes():
     r = simulate_desktop(s, "lpas-dg", horizon=2000, seed=1)
     assert r.extra["lambda"] == pytest.approx(1.7647, abs=1e-4)
     assert not r.unstable
+
+
+# ----------------------------------------------------------------------------- LP reading (thesis §3.3)
+def _vertex_support(mu, alpha, cap):
+    N, M = mu.shape
+    muT = np.ascontiguousarray(mu.T)
+    m = N + M
+    nv = N * M + 1 + m
+    T = np.zeros((m, nv + 1))
+    obj = np.zeros(nv + 1)
+    basis = np.zeros(m, dtype=np.int64)
+    K.lp_build(T, obj, basis, muT, alpha, np.asarray(cap, float).copy())
+    assert K.lp_primal(T, obj, basis) >= 0
+    sup = np.zeros((M, N), dtype=np.bool_)
+    _, lam = K.lp_support(T, basis, muT, sup)
+    return sup.T, lam
+
+
+def test_per_machine_vertex_reproduces_thesis_example():
+    """§3.3, second example: delta* supports printed before and after machine 2 fails."""
+    from hetsched.scenarios import load
+
+    s = load("3.3-ex2")
+    sup, lam = _vertex_support(s.mu, s.alpha_array, np.ones(4))
+    assert lam == pytest.approx(2.0513, abs=1e-4)
+    assert (sup.astype(int) == [[1, 1, 1, 1], [0, 1, 0, 0], [0, 1, 0, 0]]).all()
+    sup, lam = _vertex_support(s.mu, s.alpha_array, [1.0, 0.0, 1.0, 1.0])
+    assert lam == pytest.approx(1.0306, abs=1e-4)
+    assert (sup.astype(int) == [[1, 0, 1, 1], [0, 0, 0, 1], [0, 0, 1, 0]]).all()
+
+
+@pytest.mark.parametrize("grouping,columns", [("auto", 28), ("machines", 28), ("groups", 7)])
+def test_lpas_dg_lp_reading(grouping, columns):
+    """Default LPAS_DG LP: one column per machine, a vertex with >= NM+1-N-M zeros (§3.3, end);
+    lambda* equals HiGHS's either way."""
+    from hetsched.lp import solve_allocation
+    from hetsched.scenarios import load
+
+    s = load("3.B", arrivals="alpha1", case=1)  # no failures
+    r = simulate_desktop(s, "lpas-dg", horizon=0.05, seed=1, lp_grouping=grouping)
+    assert r.extra["columns"] == columns
+    assert r.extra["lambda"] == pytest.approx(solve_allocation(s.mu, s.alpha_array).lam, rel=1e-9)
+    N, M = s.mu.shape
+    if columns == M:
+        assert r.extra["support_nonzeros"] <= N + M - 1
+    else:
+        assert r.extra["support_nonzeros"] > N + M - 1  # group-symmetric: every member of a column shares it
+
+
+@pytest.mark.parametrize("order", ["reverse", 3])
+def test_lp_order_gives_another_optimal_vertex(order):
+    from hetsched.scenarios import load
+
+    s = load("3.B", arrivals="alpha1", case=1)
+    a = simulate_desktop(s, "lpas-dg", horizon=0.05, seed=1)
+    b = simulate_desktop(s, "lpas-dg", horizon=0.05, seed=1, lp_order=order)
+    assert b.extra["lambda"] == pytest.approx(a.extra["lambda"], rel=1e-9)
+    assert b.extra["support_nonzeros"] <= s.N + s.M - 1
+
+
+@pytest.mark.parametrize("cpu_info", [True, False])
+def test_cpu_info_changes_only_the_policy_lp(cpu_info):
+    """§3.4.4: without information the LP assumes a_j = 1; the machines still run at the true a_j."""
+    from hetsched.lp import solve_allocation
+    from hetsched.scenarios import load
+
+    s = load("3.A-cpuinfo")
+    r = simulate_desktop(s, "lpas-dg", horizon=1e-3, seed=1, cpu_info=cpu_info)
+    assert r.avail_events == 0
+    a = s.a if cpu_info else np.ones(s.M)
+    assert r.extra["lambda"] == pytest.approx(solve_allocation(s.mu, s.alpha_array, a=a).lam, rel=1e-9)
+    # gcmu ignores cpu_info (it never reads the LP): identical runs
+    g1 = simulate_desktop(s, "gcmu", horizon=50, seed=2, cpu_info=True)
+    g2 = simulate_desktop(s, "gcmu", horizon=50, seed=2, cpu_info=False)
+    assert g1.W == g2.W
+
+
+def test_lp_order_validation():
+    with pytest.raises(ModelError, match="lp_order"):
+        simulate_desktop(_mmc(), "lpas-dg", lp_order="sideways")

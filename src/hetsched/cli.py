@@ -99,6 +99,8 @@ def reproduce_cmd(
     backend: str = typer.Option("local", "--backend", help="local or dask."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (with --backend dask)."),
     outdir: Path = typer.Option(Path("results"), "--outdir", help="Results go to OUTDIR/ID/."),
+    set_: list[str] = typer.Option([], "--set", help="Experiment parameter KEY=VALUE (e.g. reps=10, horizon=5000); "
+                                   "repeatable; values are read as JSON where they parse, else as text."),
 ) -> None:
     """Run one paper experiment; print it in the paper's layout; write results and plots."""
     from . import experiments
@@ -115,10 +117,11 @@ def reproduce_cmd(
     if backend not in ("local", "dask"):
         raise HetschedError(f"--backend: expected 'local' or 'dask', got {backend!r}")
     exp = experiments.get(exp_id)
+    extra = _parse_sets(set_)
     out = outdir / exp.id
     opts = experiments.RunOptions(
         quick=quick, seed=seed, workers=workers, backend=backend, scheduler=scheduler,
-        outdir=out, progress=not json_out,
+        outdir=out, progress=not json_out, extra=extra,
     )
     result = exp.run(opts)
     written = experiments.write_results(result, out)
@@ -129,6 +132,24 @@ def reproduce_cmd(
         for n in result.notes:
             typer.echo(f"note: {n}")
         typer.echo(f"results: {', '.join(str(p) for p in written + list(result.figures))}")
+
+
+def _parse_sets(items: list[str]) -> dict:
+    """``["reps=10", "ks=[2,3]"]`` -> ``{"reps": 10, "ks": [2, 3]}``."""
+    import json
+
+    from .errors import HetschedError
+
+    extra = {}
+    for item in items:
+        key, eq, val = item.partition("=")
+        if not eq or not key.strip():
+            raise HetschedError(f"--set: expected KEY=VALUE, got {item!r}")
+        try:
+            extra[key.strip()] = json.loads(val)
+        except json.JSONDecodeError:
+            extra[key.strip()] = val
+    return extra
 
 
 def _register_engines() -> None:

@@ -214,10 +214,13 @@ def _clean(mu: Any, alpha: Any, a: Any, counts: Any) -> tuple[np.ndarray, np.nda
 
 
 # ----------------------------------------------------------------------------- HiGHS core
-def _highs_lp(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, method: str):
-    """Solve max lam s.t. sum_j d_ij mu_ij >= lam alpha_i, sum_i d_ij <= cap_j, d >= 0.
+def _highs_lp(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, method: str, base: np.ndarray | None = None):
+    """Solve max lam s.t. base_i + sum_j d_ij mu_ij >= lam alpha_i, sum_i d_ij <= cap_j, d >= 0.
 
-    Columns: d_ij in row-major order (i*M + j), then lam. Returns (d, lam, w, v, info).
+    ``base`` (default 0) is capacity already given to each class by machines
+    outside the LP. Only pairs with ``mu_ij > 0`` are columns, then lam.
+    Returns (d, lam, w, v, iterations): ``w``, ``v`` are the class-row and
+    machine-row duals (absolute values; ``alpha.w = 1`` at an optimum).
     """
     import highspy
 
@@ -236,7 +239,7 @@ def _highs_lp(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, method: str):
     lp.col_lower_ = np.concatenate([np.zeros(K), [-highspy.kHighsInf]])
     lp.col_upper_ = np.full(K + 1, highspy.kHighsInf)
     lp.row_lower_ = np.full(N + M, -highspy.kHighsInf)
-    lp.row_upper_ = np.concatenate([np.zeros(N), cap])
+    lp.row_upper_ = np.concatenate([np.zeros(N) if base is None else base, cap])
     lp.sense_ = highspy.ObjSense.kMaximize
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = A.indptr
@@ -355,38 +358,8 @@ def _tied_lp(sub_mu, alpha, cap, base):
     Returns (lam, d, w, v): w are the class-row duals (``alpha.w = 1``), v the
     machine-row duals.
     """
-    import highspy
-
-    N, F = sub_mu.shape
-    nz_i, nz_j = np.nonzero(sub_mu > 0)
-    K = len(nz_i)
-    rows = np.concatenate([nz_i, N + nz_j, np.arange(N)])
-    cols = np.concatenate([np.arange(K), np.arange(K), np.full(N, K)])
-    vals = np.concatenate([-sub_mu[nz_i, nz_j], np.ones(K), alpha])
-    A = sp.csc_matrix((vals, (rows, cols)), shape=(N + F, K + 1))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = K + 1, N + F
-    lp.col_cost_ = np.concatenate([np.zeros(K), [1.0]])
-    lp.col_lower_ = np.concatenate([np.zeros(K), [-highspy.kHighsInf]])
-    lp.col_upper_ = np.full(K + 1, highspy.kHighsInf)
-    lp.row_lower_ = np.full(N + F, -highspy.kHighsInf)
-    lp.row_upper_ = np.concatenate([base, cap])
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", "simplex")
-    h.passModel(lp)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise SolverError("allocation LP (dual route): contested-machine LP not optimal")
-    sol = h.getSolution()
-    x = np.asarray(sol.col_value)
-    d = np.zeros((N, F))
-    d[nz_i, nz_j] = np.clip(x[:K], 0, None)
-    duals = np.abs(np.asarray(sol.row_dual))
-    return float(x[K]), d, duals[:N], duals[N:]
+    d, lam, w, v, _ = _highs_lp(sub_mu, alpha, cap, "vertex", base=base)
+    return lam, d, w, v
 
 
 # ----------------------------------------------------------------------------- public API

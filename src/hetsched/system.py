@@ -311,14 +311,18 @@ class System:
         fall in different LP groups; repeated copies of a group (System 3.F)
         fall in one.
         """
-        mu = self.mu
-        a = self.a
-        index: dict[tuple, int] = {}
-        labels = np.empty(self.M, dtype=np.int64)
-        for j in range(self.M):
-            key = (tuple(mu[:, j].tolist()), round(float(a[j]), 12))
-            labels[j] = index.setdefault(key, len(index))
-        counts = np.bincount(labels, minlength=len(index))
+        # Distinct rate columns among the (few) declared groups, then combine
+        # with the distinct availabilities: 1-D integer keys, cheap to unique.
+        _, col_id = np.unique(self.mu_groups.T, axis=0, return_inverse=True)
+        a_vals, a_id = np.unique(np.round(self.a, 12), return_inverse=True)
+        keys = col_id.ravel()[self.group_of] * len(a_vals) + a_id.ravel()
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        # relabel in order of first appearance (stable, readable group order)
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        labels = rank[inverse.ravel()].astype(np.int64)
+        counts = np.bincount(labels, minlength=len(order))
         return labels, counts
 
     def with_(self, **changes: Any) -> "System":

@@ -126,6 +126,10 @@ def load_taskfile(path: Path) -> dict:
     for k, t in enumerate(doc.get("tasks") or []):
         if "class" not in t:
             raise ModelError(f"task file field 'tasks[{k}].class': missing")
+        if str(t["class"]) not in map(str, names):
+            raise ModelError(f"task file field 'tasks[{k}].class': unknown class {t['class']!r}; "
+                             f"known classes are {list(map(str, names))}")
+        t = dict(t, **{"class": str(t["class"])})
         if "command" in t:
             items.append((t["class"], KIND_SHELL, t["command"]))
         elif "call" in t:

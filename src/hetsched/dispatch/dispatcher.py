@@ -78,11 +78,12 @@ class Emulation:
     true_a: Mapping[str, float] = field(default_factory=dict)
     time_unit: float = 1.0
 
-    def seconds(self, worker: str, cls: int, work: float) -> float:
-        r = self.true_rates.get(worker)
+    def seconds(self, machine: str, worker: str, cls: int, work: float) -> float:
+        """Emulated duration; rates and ``a`` are looked up by machine key, then worker name."""
+        r = self.true_rates.get(machine, self.true_rates.get(worker))
         if r is None:
             raise ModelError(f"emulation: worker {worker!r} has no true rates")
-        rate = float(r[cls]) * float(self.true_a.get(worker, 1.0))
+        rate = float(r[cls]) * float(self.true_a.get(machine, self.true_a.get(worker, 1.0)))
         if rate <= 0:
             return math.inf
         return float(work) / rate * self.time_unit
@@ -179,7 +180,9 @@ class Dispatcher:
     policy : {"fcfs", "gcmu", "lpas-dg", "lpas-dg-robust"}
     alpha : N arrival rates per time unit (required by the LPAS_DG policies;
         checked for stability whenever given).
-    availability : mapping worker -> ``a_j`` (default 1).
+    availability : mapping worker name or machine key (``"name#s"``) -> ``a_j`` (default 1).
+    slots : machines per worker (int or mapping name -> int); default: the worker's threads.
+        A worker with ``k > 1`` slots is ``k`` machines ``"name#0" .. "name#k-1"``.
     time_unit : seconds per time unit of ``rates``/``alpha``.
     journal : path of an SQLite journal, or None.
     emulation : :class:`Emulation` for emulated tasks.
@@ -199,7 +202,8 @@ class Dispatcher:
                  monitor_interval: float = 2.0, drift_threshold: float = 0.3, min_samples: int = 50,
                  delay_correction: bool = False, adapt_arrivals: bool = True, adapt_rates: bool = True,
                  timeout_factor: float | None = 10.0, timeout_min: float = 5.0, poll_interval: float = 0.2,
-                 ignore_unknown_workers: bool = False, allow_unstable: bool = False, fetch_timeout: float = 5.0):
+                 ignore_unknown_workers: bool = False, allow_unstable: bool = False, fetch_timeout: float = 5.0,
+                 direct_fetch: bool | None = None, slots: int | Mapping[str, int] | None = None):
         self.client = client
         self.code = policy_code(policy)
         self.policy = str(policy).lower()
@@ -240,6 +244,12 @@ class Dispatcher:
         self.ignore_unknown_workers = bool(ignore_unknown_workers)
         self.allow_unstable = bool(allow_unstable)
         self.fetch_timeout = float(fetch_timeout)
+        self.direct_fetch = direct_fetch
+        if slots is not None:
+            for k, v in (slots.items() if isinstance(slots, Mapping) else [("slots", slots)]):
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                    raise ModelError(f"slots[{k!r}]: expected a positive integer, got {v!r}")
+        self.slots = slots
 
         # queues
         self.queues = [deque() for _ in range(N)]
@@ -273,6 +283,7 @@ class Dispatcher:
         self.arr_since = time.time()
         self.obs: dict[tuple[int, str], list[float]] = {}  # (i, worker) -> [n, sum exec, sum t7-t1]
         self._need_lp = True
+        self._polling = False
         self._on_result: Callable | None = None
         self.results: dict[int, Any] = {}
         self.journal = None
@@ -420,11 +431,12 @@ class Dispatcher:
                                         "reason": "no rates"})
                     self.by_addr[addr] = []
                 continue
-            a = self.avail.get(name, self.avail.get(addr, 1.0))
+            n_slots = self._slots_for(name, nthreads)
             keys = []
             now = time.time()
-            for s in range(nthreads):
-                key = name if nthreads == 1 else f"{name}#{s}"
+            for s in range(n_slots):
+                key = name if n_slots == 1 else f"{name}#{s}"
+                a = self.avail.get(key, self.avail.get(name, self.avail.get(addr, 1.0)))
                 m = _Machine(key, name, addr, rate.copy(), a, now)
                 self.machines[key] = m
                 self.idle[key] = None
@@ -437,6 +449,14 @@ class Dispatcher:
             raise ModelError(f"rates: no execution rates for worker(s) {sorted(missing)}; "
                              f"rates are given for {sorted(self.rates_given)}")
         self._known = set(current)
+
+    def _slots_for(self, name, nthreads):
+        s = self.slots
+        if s is None:
+            return nthreads
+        if isinstance(s, Mapping):
+            return int(s.get(name, nthreads))
+        return int(s)
 
     def _worker_left(self, addr, reason):
         keys = self.by_addr.pop(addr, [])
@@ -483,9 +503,9 @@ class Dispatcher:
             self._enqueue(t, front=True)
 
     def set_machine_up(self, worker: str, up: bool, reason: str = "emulated failure"):
-        """Take all machines of ``worker`` down (running tasks given back) or up again."""
+        """Take a machine (key ``"name#s"``) or all machines of a worker down (running tasks given back) or up."""
         now = time.time()
-        for m in [m for m in self.machines.values() if m.worker == worker]:
+        for m in [m for m in self.machines.values() if m.key == worker or m.worker == worker]:
             if up and not m.up:
                 m.up = True
                 if m.fkey is None:
@@ -619,7 +639,7 @@ class Dispatcher:
         fkey = f"hs-{t.id}-{t.attempts}-{m.key}"
         seconds = 0.0
         if t.kind == KIND_EMULATE:
-            seconds = self.emulation.seconds(m.worker, t.cls, t.payload)
+            seconds = self.emulation.seconds(m.key, m.worker, t.cls, t.payload)
         t3 = time.time()
         fut = self.client.submit(execute, t.kind, t.payload, seconds, key=fkey, workers=[m.address],
                                  allow_other_workers=False, pure=False)
@@ -636,6 +656,16 @@ class Dispatcher:
             r = m.rate[t.cls] * m.a
             expect = self.time_unit / r if r > 0 else 0.0
             heapq.heappush(self.deadlines, (t3 + self.timeout_factor * expect + self.timeout_min, fkey))
+
+    async def _poll(self):
+        """In the client's event loop: has the set of workers changed? Tell the main loop."""
+        try:
+            ncores = await self.client.scheduler.ncores()
+        except Exception:  # pragma: no cover - scheduler unreachable for a moment
+            ncores = None
+        self._polling = False
+        if ncores is not None and set(ncores) != self._known:
+            self.doneq.put((None, "membership", time.time(), None, None))
 
     async def _watch(self, fut):
         """In the client's event loop: wait for ``fut``, fetch its value, hand both to the main loop.
@@ -655,7 +685,7 @@ class Dispatcher:
         val = None
         if status == "finished":
             try:
-                val = (await asyncio.wait_for(self.client._gather([fut]), self.fetch_timeout))[0]
+                val = (await asyncio.wait_for(self.client._gather([fut], direct=self.direct_fetch), self.fetch_timeout))[0]
             except Exception:
                 status = "lost"
         self.doneq.put((fut.key, status, t6, val, time.time()))
@@ -774,7 +804,7 @@ class Dispatcher:
         """
         self._on_result = on_result
         start = time.time()
-        self.resp_t0 = start + warmup
+        self.resp_t0 = start + warmup if warmup > 0 else -math.inf  # tasks accepted before run() count
         arr = sorted(arrivals or [], key=lambda x: x[0])
         for _, c, k, _p in arr[:1]:
             self.class_index(c)
@@ -800,9 +830,9 @@ class Dispatcher:
             while hi < len(hk) and start + hk[hi][0] <= now:
                 hk[hi][1](self)
                 hi += 1
-            if now >= next_poll:
-                if set(self.client.nthreads()) != self._known:
-                    self._sync_workers()
+            if now >= next_poll and not self._polling:  # asynchronous: never blocks this loop
+                self._polling = True
+                self.client.loop.add_callback(self._poll)
                 next_poll = now + self.poll_interval
             if self.deadlines and self.deadlines[0][0] <= now:
                 self._check_timeouts(now)
@@ -839,6 +869,9 @@ class Dispatcher:
                     batch.append(self.doneq.get_nowait())
                 except queue.Empty:
                     break
+            if any(b[0] is None for b in batch):
+                self._sync_workers()
+                batch = [b for b in batch if b[0] is not None]
             self._complete(batch)
         self._flush_journal()
         if progress is not None:

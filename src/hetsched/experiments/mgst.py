@@ -6,7 +6,8 @@ partially dedicated, FD/FE = failures disabled / enabled) the same system is
 * simulated (:func:`hetsched.sim.desktop.run_desktop`, LPAS_DG): ``Sim`` is the
   95 % confidence interval of the mean response time per class;
 * run for real by :class:`hetsched.dispatch.Dispatcher` on a loopback Dask
-  ``LocalCluster`` (one single-threaded worker per machine), heterogeneity
+  ``LocalCluster`` (one worker process per machine group, one thread per
+  machine of the group — HiHi uses one slot of six workers), heterogeneity
   emulated by per-worker speed factors, Poisson arrivals, one time unit =
   ``time_unit`` seconds: ``MGST`` is the measured mean response time (arrival to
   result obtained, ``t7``) in time units, tasks arriving in the first 10 % of the
@@ -106,17 +107,21 @@ def run_setting(client, setting: str, case: str, *, time_unit: float, duration: 
 
     system = mgst_system(setting, case)
     mu, a, alpha = system.mu, system.a, system.alpha_array
-    names = [str(j) for j in range(system.M)]
-    rates = {n: mu[:, j].tolist() for j, n in enumerate(names)}
+    # Dask worker g = machine group g; its threads are the group's machines "g#0".."g#k-1"
+    per = system.groups[0].count
+    gid = system.group_of
+    names = [str(g) if per == 1 else f"{g}#{j % per}" for j, g in enumerate(gid)]
+    rates = {str(g): system.mu_groups[:, g].tolist() for g in range(len(system.groups))}
+    slots = {str(g): per for g in range(len(system.groups))}
     avail = {n: float(a[j]) for j, n in enumerate(names)}
-    true = {n: (mu[:, j] / slowdown).tolist() for j, n in enumerate(names)}
+    true = {w: (np.asarray(r) / slowdown).tolist() for w, r in rates.items()}
     n_tasks = max(20, int(round(alpha.sum() * duration)))
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     s_arr, s_fail = ss.spawn(2)
     arrivals = poisson_arrivals(alpha, n_tasks, time_unit, s_arr)
     hooks = _failure_hooks(names, time_unit, arrivals[-1][0] / time_unit, s_fail) if system.failures else []
     d = Dispatcher(client, ["1", "2", "3", "4"], rates, policy="lpas-dg", alpha=alpha, availability=avail,
-                   time_unit=time_unit, emulation=Emulation(true, avail, time_unit), ignore_unknown_workers=True,
+                   time_unit=time_unit, emulation=Emulation(true, avail, time_unit), ignore_unknown_workers=True, slots=slots,
                    adapt_arrivals=adapt, adapt_rates=adapt, delay_correction=adapt, timeout_factor=20.0,
                    timeout_min=2.0 * time_unit)
     try:
@@ -137,7 +142,8 @@ def run_setting(client, setting: str, case: str, *, time_unit: float, duration: 
 def _predict(setting, case, reps, horizon, opts) -> dict:
     from ..sim.desktop import run_desktop
 
-    return run_desktop(mgst_system(setting, case), "lpas-dg", reps=reps, seed=opts.seed, workers=opts.workers,
+    workers = opts.workers if opts.workers is not None else (1 if opts.quick else None)  # no pool start-up
+    return run_desktop(mgst_system(setting, case), "lpas-dg", reps=reps, seed=opts.seed, workers=workers,
                        progress=False, horizon=horizon)
 
 
@@ -151,18 +157,18 @@ def run(opts: RunOptions) -> ExperimentResult:
 
     ex = opts.extra
     quick = opts.quick
-    time_unit = float(ex.get("time_unit", 0.5 if quick else 1.0))
-    duration = float(ex.get("duration", 12.0 if quick else 40.0))
-    reps = int(ex.get("reps", 5 if quick else 30))
-    horizon = float(ex.get("horizon", 2_000.0 if quick else 20_000.0))
+    time_unit = float(ex.get("time_unit", 1.0 if quick else 2.0))
+    duration = float(ex.get("duration", 4.0 if quick else 30.0))
+    reps = int(ex.get("reps", 3 if quick else 30))
+    horizon = float(ex.get("horizon", 500.0 if quick else 20_000.0))
     adapt = bool(ex.get("adapt", False))
     slowdown = float(ex.get("slowdown", 1.0))
     settings = ex.get("settings") or list(SETTINGS)
     runs = [(s, c) for s in settings for c in (SETTINGS[s][3][:1] if quick else SETTINGS[s][3])]
-    M = max(mgst_system(s, c).M for s, c in runs)
     rows, ovh_rows = [], []
     seeds = np.random.SeedSequence(opts.seed).spawn(len(runs))
-    cluster, client = local_cluster(M, processes=False)
+    # one worker process per machine group (7), one thread per machine of the group (3)
+    cluster, client = local_cluster(7, processes=bool(ex.get("processes", not quick)), threads_per_worker=3)
     try:
         for (setting, case), sd in zip(runs, seeds):
             pred = _predict(setting, case, reps, horizon, opts)

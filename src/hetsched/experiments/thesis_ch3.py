@@ -286,3 +286,83 @@ register(Experiment("thesis-fig-3.1-3.3", "Realistic Systems 3.G1/3.G2 (300 mach
                     "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(False)))
 register(Experiment("thesis-fig-3.1-3.3-full", "Systems 3.G1/3.G2 for the thesis's 2e9 time units (long)",
                     "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(True)))
+
+
+# ----------------------------------------------------------------------------- which LP solution LPAS_DG uses
+#: printed (Gcmu W, LPAS_DG W) of Tables 3.3-3.6 and 3.11; §3.4.4 prints Delta only
+PRINTED_LPAS = {
+    ("3.3", "3.B", "alpha1", 1, "exp"): (.22, .13), ("3.3", "3.B", "alpha1", 2, "exp"): (.37, .28),
+    ("3.3", "3.B", "alpha2", 1, "exp"): (.28, .22), ("3.3", "3.B", "alpha2", 2, "exp"): (.45, .39),
+    ("3.4", "3.C", "alpha1", 1, "exp"): (.21, .22), ("3.4", "3.C", "alpha1", 2, "exp"): (.27, .31),
+    ("3.4", "3.C", "alpha2", 1, "exp"): (.26, .32), ("3.4", "3.C", "alpha2", 2, "exp"): (.47, .52),
+    ("3.5", "3.D", "alpha1", 1, "exp"): (.21, .23), ("3.5", "3.D", "alpha1", 2, "exp"): (.48, .54),
+    ("3.5", "3.D", "alpha2", 1, "exp"): (.34, .54), ("3.5", "3.D", "alpha2", 2, "exp"): (.75, .77),
+    ("3.6", "3.E", "alpha1", 1, "exp"): (.20, .22), ("3.6", "3.E", "alpha1", 2, "exp"): (.27, .33),
+    ("3.6", "3.E", "alpha2", 1, "exp"): (.34, .45), ("3.6", "3.E", "alpha2", 2, "exp"): (1.18, 1.12),
+    ("3.11", "3.A-dist", None, 1, "exp"): (.23, .15), ("3.11", "3.A-dist", None, 2, "exp"): (.25, .18),
+    ("3.11", "3.A-dist", None, 3, "exp"): (.32, .22), ("3.11", "3.A-dist", None, 1, "hyperexp"): (.23, .15),
+    ("3.11", "3.A-dist", None, 2, "hyperexp"): (.26, .19), ("3.11", "3.A-dist", None, 3, "hyperexp"): (.34, .26),
+    ("3.11", "3.A-dist", None, 1, "det"): (.22, .15), ("3.11", "3.A-dist", None, 2, "det"): (.24, .17),
+    ("3.11", "3.A-dist", None, 3, "det"): (.29, .22),
+}
+PRINTED_CPUINFO_DELTA = {True: 20.51, False: -156.41}
+
+
+def _variant_model(v: str) -> dict:
+    if v in ("groups", "machines"):
+        return {"lp_grouping": v}
+    return {"lp_grouping": "machines", "lp_order": v if v == "reverse" else int(v)}
+
+
+def _lp_reading(opts: RunOptions) -> ExperimentResult:
+    """LPAS_DG under each reading of "the" optimal solution, against the printed numbers."""
+    from ..scenarios import load
+
+    reps, horizon = _cfg(opts, reps=4, horizon=5_000.0, qreps=2, qhorizon=500.0)
+    variants = str(opts.extra.get("variants", "groups,machines")).split(",")
+    only = opts.extra.get("tables")
+    rows = []
+    for (tab, sid, arr, case, ex), (g_pr, w_pr) in PRINTED_LPAS.items():
+        if only and tab not in str(only).split(","):
+            continue
+        s = load(sid, arrivals=arr, case=case)
+        row = {"table": tab, "system": sid, "arrivals": arr or "-", "case": case, "exec": ex,
+               "printed_W": w_pr}
+        for v in variants:
+            o = _run(s, "lpas-dg", reps, horizon, opts, exec_dist=ex, **_variant_model(v))
+            row[f"W_{v}"] = o["mean"]
+            row[f"unstable_{v}"] = o["unstable"]
+        rows.append(row)
+    if not only or "3.4.4" in str(only).split(","):
+        s = load("3.A-cpuinfo")
+        g = _run(s, "gcmu", reps, horizon, opts)["mean"]
+        for info in (True, False):
+            row = {"table": "3.4.4", "system": "3.A-cpuinfo", "arrivals": "0.75 alpha1", "case": f"info={info}",
+                   "exec": "exp", "printed_W": None, "printed_Delta": PRINTED_CPUINFO_DELTA[info], "gcmu_W": g}
+            for v in variants:
+                o = _run(s, "lpas-dg", reps, horizon, opts, cpu_info=info, **_variant_model(v))
+                row[f"W_{v}"] = o["mean"]
+                row[f"Delta_{v}"] = 100 * (g - o["mean"]) / g
+                row[f"unstable_{v}"] = o["unstable"]
+            rows.append(row)
+    head = ["table", "system", "arrivals", "case", "exec", "printed"] + [f"LPAS_DG[{v}]" for v in variants]
+    lines = [f"LPAS_DG: printed vs ours per LP reading  [{reps} reps x {horizon:g} time units, seed {opts.seed}]",
+             " | ".join(head)]
+    for r in rows:
+        if r["table"] == "3.4.4":
+            cells = [f"Delta {r['printed_Delta']:+.2f}%"] + [f"{r[f'W_{v}']:.3f} (Delta {r[f'Delta_{v}']:+.1f}%)"
+                                                             for v in variants]
+        else:
+            cells = [f"{r['printed_W']:.2f}"] + [f"{r[f'W_{v}']:.3f}" + ("!" if r[f"unstable_{v}"] else "")
+                                                 for v in variants]
+        lines.append(" | ".join([r["table"], r["system"], str(r["arrivals"]), str(r["case"]), r["exec"]] + cells))
+    return ExperimentResult("thesis-ch3-lp-reading", rows, "\n".join(lines), [],
+                            notes=["groups = group-symmetric vertex (one LP column per machine group); "
+                                   "machines = per-machine vertex with >= NM+1-N-M zeros (thesis §3.3, default); "
+                                   "reverse/int = the same with the LP columns reordered (another optimal vertex)"],
+                            meta={"reps": reps, "horizon": horizon, "variants": variants})
+
+
+register(Experiment("thesis-ch3-lp-reading",
+                    "Which optimal LP solution LPAS_DG uses: printed LPAS_DG W of Tables 3.3-3.6, 3.11, §3.4.4 vs ours",
+                    "Al-Azzoni thesis §3.3 (end), Tables 3.3-3.6, 3.11, §3.4.4", _lp_reading))

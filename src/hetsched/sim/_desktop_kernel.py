@@ -8,9 +8,22 @@ wrapper solves that LP, stores the support and calls :func:`run` again.
 
 Performance notes (named where made):
 
-* the event list is a fixed-slot tournament tree (one slot per machine task
-  timer, per machine availability timer, per class arrival stream): an update is
-  ``log2(slots)`` comparisons, ties go to the lower slot (deterministic order);
+* the event list is a fixed-slot winner tree (one slot per machine task
+  timer, per machine availability timer, per class arrival stream) whose nodes
+  store the winning key next to its slot, so a node's two children share a cache
+  line; an update replays at most ``log2(slots)`` matches and stops at the first
+  node whose winner is unchanged; ties go to the lower slot (deterministic
+  order). A completion followed by a new start on the same machine updates the
+  slot once. (``tree_init``/``tree_set`` remain for the caller's initial state:
+  :func:`run` rebuilds its winner tree from ``tkey`` at every entry.);
+* no array views in the hot loop (the class selection reads ``muT[j, i]`` and
+  ``E[c, i]`` in place: creating views cost more than the rest of an event), the
+  number of waiting tasks is kept incrementally, the CPU-chain catch-up uses
+  scalars instead of small temporary arrays;
+* randomness comes from numpy Generators passed in (one per purpose), drawn in
+  the same order as the previous kernel, so results are identical to it for the
+  same seed (``tests/test_desktop_kernel.py`` checks this against the copy in
+  ``tests/_desktop_kernel_ref.py``);
 * the vertex LP of LPAS_DG is re-optimised in place by a dense tableau *dual
   simplex*: an availability event only changes one right-hand side, so the old
   basis stays dual feasible and typically needs 0-2 pivots (no Python, no
@@ -28,7 +41,6 @@ import math
 import numpy as np
 from numba import njit
 
-from .pull_policies import select_class_nb
 
 # machine int fields (mi[j, .])
 UP, BUSY, CST, CK, PREV, NEXT, TKIND = 0, 1, 2, 3, 4, 5, 6
@@ -74,6 +86,49 @@ def tree_set(tkey, tree, P, slot, t):
         lft = tree[2 * node]
         rgt = tree[2 * node + 1]
         tree[node] = rgt if tkey[rgt] < tkey[lft] else lft
+        node >>= 1
+
+
+@njit(cache=True)
+def wtree_build(tkey, wkey, widx, P):
+    """Winner tree over ``tkey`` with each node's winning key stored next to its index:
+    the two children of a node are adjacent in memory (one cache line per level)."""
+    for k in range(P):
+        wkey[P + k] = tkey[k]
+        widx[P + k] = k
+    for node in range(P - 1, 0, -1):
+        lft = 2 * node
+        if wkey[lft + 1] < wkey[lft]:
+            wkey[node] = wkey[lft + 1]
+            widx[node] = widx[lft + 1]
+        else:
+            wkey[node] = wkey[lft]
+            widx[node] = widx[lft]
+
+
+@njit(cache=True)
+def wtree_set(tkey, wkey, widx, P, slot, t):
+    """Set slot's key; replay the matches up the path, stopping as soon as a node's
+    winner (index and key) is unchanged -- its ancestors then are too. Ties go to
+    the left child (lower slot), as in :func:`tree_set`."""
+    tkey[slot] = t
+    node = P + slot
+    wkey[node] = t
+    node >>= 1
+    while node >= 1:
+        lft = 2 * node
+        kl = wkey[lft]
+        kr = wkey[lft + 1]
+        if kr < kl:
+            w = widx[lft + 1]
+            kw = kr
+        else:
+            w = widx[lft]
+            kw = kl
+        if widx[node] == w and wkey[node] == kw:
+            return
+        widx[node] = w
+        wkey[node] = kw
         node >>= 1
 
 
@@ -405,6 +460,32 @@ def pick_in_column(mi, chead, cidle, c, mrule, g_tie):
     return j
 
 
+# ----------------------------------------------------------------------------- class selection
+@njit(cache=True)
+def select_row(policy, t, ql, head_arr, muT, j, E, c):
+    """:func:`hetsched.sim.pull_policies.select_class` for machine ``j`` (column ``c``),
+    reading ``muT[j]`` and ``E[c]`` in place (no array views in the hot loop)."""
+    best = -1
+    best_key = 0.0
+    use_lp = policy == 2 or policy == 3
+    for i in range(ql.shape[0]):
+        if ql[i] <= 0:
+            continue
+        r = muT[j, i]
+        if r <= 0.0:
+            continue
+        if use_lp and not E[c, i]:
+            continue
+        if policy == 0:
+            key = -head_arr[i]
+        else:
+            key = (t - head_arr[i]) * r
+        if best < 0 or key > best_key:
+            best = i
+            best_key = key
+    return best
+
+
 # ----------------------------------------------------------------------------- chain
 @njit(cache=True)
 def chain_catch_up(mi, j, cid, k, Ppow, g_chain):
@@ -412,27 +493,42 @@ def chain_catch_up(mi, j, cid, k, Ppow, g_chain):
     if d <= 0:
         return
     s = mi[j, CST]
-    v = np.zeros(3)
-    v[s] = 1.0
+    # distribution after d steps, v P^d, in three scalars (no allocation)
+    v0 = 1.0 if s == 0 else 0.0
+    v1 = 1.0 if s == 1 else 0.0
+    v2 = 1.0 if s == 2 else 0.0
     b = 0
     while d > 0:
         if d & 1:
-            w = np.zeros(3)
-            for x in range(3):
-                if v[x] != 0.0:
-                    for y in range(3):
-                        w[y] += v[x] * Ppow[cid, b, x, y]
-            v = w
+            w0 = 0.0
+            w1 = 0.0
+            w2 = 0.0
+            if v0 != 0.0:
+                w0 += v0 * Ppow[cid, b, 0, 0]
+                w1 += v0 * Ppow[cid, b, 0, 1]
+                w2 += v0 * Ppow[cid, b, 0, 2]
+            if v1 != 0.0:
+                w0 += v1 * Ppow[cid, b, 1, 0]
+                w1 += v1 * Ppow[cid, b, 1, 1]
+                w2 += v1 * Ppow[cid, b, 1, 2]
+            if v2 != 0.0:
+                w0 += v2 * Ppow[cid, b, 2, 0]
+                w1 += v2 * Ppow[cid, b, 2, 1]
+                w2 += v2 * Ppow[cid, b, 2, 2]
+            v0 = w0
+            v1 = w1
+            v2 = w2
         d >>= 1
         b += 1
     u = g_chain.random()
-    acc = 0.0
-    s = 2
-    for y in range(3):
-        acc += v[y]
-        if u < acc:
-            s = y
-            break
+    if u < v0:
+        s = 0
+    elif u < v0 + v1:
+        s = 1
+    elif u < v0 + v1 + v2:
+        s = 2
+    else:
+        s = 2
     mi[j, CST] = s
     mi[j, CK] = k
 
@@ -450,19 +546,19 @@ def chain_segment_end(k, s, cid, logstay, step, g_chain):
 
 # ----------------------------------------------------------------------------- task start / completion timer
 @njit(cache=True)
-def schedule_task(mi, mf, j, tkey, tree, P):
+def schedule_task(mi, mf, j, tkey, wkey, widx, P):
     tc = mf[j, SEGT] + mf[j, REM] / mf[j, LEVEL] if mf[j, LEVEL] > 0.0 else INF
     if tc <= mf[j, SEGEND]:
         mi[j, TKIND] = 0
-        tree_set(tkey, tree, P, j, tc)
+        wtree_set(tkey, wkey, widx, P, j, tc)
     else:
         mi[j, TKIND] = 1
-        tree_set(tkey, tree, P, j, mf[j, SEGEND])
+        wtree_set(tkey, wkey, widx, P, j, mf[j, SEGEND])
 
 
 @njit(cache=True)
 def start_task(mi, mf, j, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-               exec_kind, exec_scv, tkey, tree, P, g_exec, g_chain, ist):
+               exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist):
     mi[j, BUSY] = i
     mf[j, TARR] = tarr
     mf[j, REM] = draw(g_exec, exec_kind, 1.0 / muT[j, i], exec_scv)
@@ -478,7 +574,7 @@ def start_task(mi, mf, j, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, leve
         mf[j, LEVEL] = a_true[j]
         mf[j, SEGEND] = INF
     ist[STARTS] += 1
-    schedule_task(mi, mf, j, tkey, tree, P)
+    schedule_task(mi, mf, j, tkey, wkey, widx, P)
 
 
 # ----------------------------------------------------------------------------- the event loop
@@ -499,6 +595,11 @@ def run(ist, fst, mi, mf, tkey, tree, P,
     C = mu_colT.shape[0]
     use_lp_sup = policy == 2 or policy == 3
     E = support if use_lp_sup else elig_static
+    # event list: winner tree with the keys stored in the nodes (rebuilt from
+    # ``tkey`` at every entry, so the resumable state is ``tkey`` alone)
+    wkey = np.empty(2 * P)
+    widx = np.empty(2 * P, dtype=np.int64)
+    wtree_build(tkey, wkey, widx, P)
 
     # ---- resume after a robust-support miss: the Python side filled the table
     if ist[PENDING] == 1:
@@ -518,29 +619,29 @@ def run(ist, fst, mi, mf, tkey, tree, P,
         t = fst[T_NOW]
         if jp >= 0:
             c = col[jp]
-            i = select_class_nb(policy, t, ql, head_arr, muT[jp], E[c])
+            i = select_row(policy, t, ql, head_arr, muT, jp, E, c)
             if i >= 0:
                 tarr = q_pop(qarr, qh, ql, head_arr, i)
                 start_task(mi, mf, jp, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-                           exec_kind, exec_scv, tkey, tree, P, g_exec, g_chain, ist)
+                           exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
             else:
                 mf[jp, IDLE_SINCE] = t
                 idle_add(mi, chead, ctail, cidle, c, jp)
         if changed:
             _scan(mi, mf, qarr, qh, ql, head_arr, chead, ctail, cidle, muT, E, policy, mrule, t,
-                  a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, tree, P,
+                  a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, wkey, widx, P,
                   g_exec, g_chain, g_tie, ist)
 
     tmid = fst[QMID]
+    qtot = 0  # tasks waiting, kept up to date at every push/pop below
+    for i in range(N):
+        qtot += ql[i]
     while True:
-        s = tree[1]
-        t = tkey[s]
+        s = widx[1]
+        t = wkey[1]
         if t > horizon:
             break
         # time integral of the number waiting, split at mid-run (instability check)
-        qtot = 0
-        for i in range(N):
-            qtot += ql[i]
         tl = fst[T_LAST]
         if qtot > 0:
             if t <= tmid:
@@ -580,7 +681,7 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                 mi[j, CK] = k
                 mf[j, LEVEL] = levels[sn]
                 mf[j, SEGEND] = chain_segment_end(k, sn, cid, logstay, step, g_chain)
-                schedule_task(mi, mf, j, tkey, tree, P)
+                schedule_task(mi, mf, j, tkey, wkey, widx, P)
                 continue
             i = mi[j, BUSY]
             ta = mf[j, TARR]
@@ -588,16 +689,18 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                 cls_n[i] += 1
                 cls_w[i] += t - ta
             mi[j, BUSY] = -1
-            tree_set(tkey, tree, P, j, INF)
             if chain_id[j] >= 0:
                 mi[j, CK] = int(math.floor(t / step))
             c = col[j]
-            i = select_class_nb(policy, t, ql, head_arr, muT[j], E[c])
+            i = select_row(policy, t, ql, head_arr, muT, j, E, c) if qtot > 0 else -1
             if i >= 0:
+                # the new start overwrites slot j's key: one tree walk instead of two
                 tarr = q_pop(qarr, qh, ql, head_arr, i)
+                qtot -= 1
                 start_task(mi, mf, j, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-                           exec_kind, exec_scv, tkey, tree, P, g_exec, g_chain, ist)
+                           exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
             else:
+                wtree_set(tkey, wkey, widx, P, j, INF)
                 mf[j, IDLE_SINCE] = t
                 idle_add(mi, chead, ctail, cidle, c, j)
         elif s < 2 * M:
@@ -612,7 +715,7 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                 if mi[j, BUSY] >= 0:
                     i = mi[j, BUSY]
                     mi[j, BUSY] = -1
-                    tree_set(tkey, tree, P, j, INF)
+                    wtree_set(tkey, wkey, widx, P, j, INF)
                     if chain_id[j] >= 0:
                         mi[j, CK] = int(math.floor(t / step))
                     ist[RESUB] += 1
@@ -624,19 +727,21 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                     if not ok:
                         ist[OVERFLOW] = 1
                         return OVERFLOWED
+                    qtot += 1
                     if was == 0:
                         jj = _find_machine(i, mi, mf, chead, cidle, muT, E, mrule, g_tie)
                         if jj >= 0:
                             idle_remove(mi, chead, ctail, cidle, col[jj], jj)
                             tarr = q_pop(qarr, qh, ql, head_arr, i)
+                            qtot -= 1
                             start_task(mi, mf, jj, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels,
-                                       step, exec_kind, exec_scv, tkey, tree, P, g_exec, g_chain, ist)
+                                       step, exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
                 else:
                     idle_remove(mi, chead, ctail, cidle, c, j)
                 newcap = cap[c] - mf[j, AEST]
                 if newcap < 1e-12:
                     newcap = 0.0
-                tree_set(tkey, tree, P, s, t + draw(g_fail, down_kind, down_mean, down_scv))
+                wtree_set(tkey, wkey, widx, P, s, t + draw(g_fail, down_kind, down_mean, down_scv))
             else:
                 mi[j, UP] = 1
                 mf[j, UPSINCE] = t
@@ -650,7 +755,7 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                 mf[j, AEST] = a
                 newcap = cap[c] + a
                 repaired = j
-                tree_set(tkey, tree, P, s, t + draw_up(g_fail, up_kind, up_mean, up_scv, wshape[j], wscale[j]))
+                wtree_set(tkey, wkey, widx, P, s, t + draw_up(g_fail, up_kind, up_mean, up_scv, wshape[j], wscale[j]))
             # ---- LP: re-optimise (vertex) or look up (central) the support
             changed = False
             if lp_mode == 1:
@@ -691,34 +796,36 @@ def run(ist, fst, mi, mf, tkey, tree, P,
             if changed:
                 ist[SUP_CHANGES] += 1
             if repaired >= 0:
-                i = select_class_nb(policy, t, ql, head_arr, muT[j], E[c])
+                i = select_row(policy, t, ql, head_arr, muT, j, E, c)
                 if i >= 0:
                     tarr = q_pop(qarr, qh, ql, head_arr, i)
+                    qtot -= 1
                     start_task(mi, mf, j, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-                               exec_kind, exec_scv, tkey, tree, P, g_exec, g_chain, ist)
+                               exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
                 else:
                     mf[j, IDLE_SINCE] = t
                     idle_add(mi, chead, ctail, cidle, c, j)
             if changed:
-                _scan(mi, mf, qarr, qh, ql, head_arr, chead, ctail, cidle, muT, E, policy, mrule, t,
-                      a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, tree, P,
-                      g_exec, g_chain, g_tie, ist)
+                qtot -= _scan(mi, mf, qarr, qh, ql, head_arr, chead, ctail, cidle, muT, E, policy, mrule, t,
+                              a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, wkey, widx, P,
+                              g_exec, g_chain, g_tie, ist)
         else:
             # ------------------------------------------------ arrival of class i
             i = s - 2 * M
             ist[ARRIVALS] += 1
-            tree_set(tkey, tree, P, s, t + g_arr.exponential(1.0 / alpha[i]))
+            wtree_set(tkey, wkey, widx, P, s, t + g_arr.exponential(1.0 / alpha[i]))
             jj = -1
             if ql[i] == 0:  # invariant: a non-empty queue has no eligible idle machine
                 jj = _find_machine(i, mi, mf, chead, cidle, muT, E, mrule, g_tie)
             if jj >= 0:
                 idle_remove(mi, chead, ctail, cidle, col[jj], jj)
                 start_task(mi, mf, jj, i, t, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-                           exec_kind, exec_scv, tkey, tree, P, g_exec, g_chain, ist)
+                           exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
             else:
                 if not q_push_back(qarr, qh, ql, head_arr, i, t):
                     ist[OVERFLOW] = 1
                     return OVERFLOWED
+                qtot += 1
     return DONE
 
 
@@ -775,23 +882,28 @@ def _find_machine(i, mi, mf, chead, cidle, muT, E, mrule, g_tie):
 
 @njit(cache=True)
 def _scan(mi, mf, qarr, qh, ql, head_arr, chead, ctail, cidle, muT, E, policy, mrule, t,
-          a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, tree, P,
+          a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, wkey, widx, P,
           g_exec, g_chain, g_tie, ist):
-    """After a support change: idle machines pull (column order) until nothing qualifies."""
+    """After a support change: idle machines pull (column order) until nothing qualifies.
+
+    Returns the number of tasks started."""
     N = ql.shape[0]
     qtot = 0
     for i in range(N):
         qtot += ql[i]
     if qtot == 0:
-        return
+        return 0
+    started = 0
     C = chead.shape[0]
     for c in range(C):
         while cidle[c] > 0:
             j = pick_in_column(mi, chead, cidle, c, mrule, g_tie)
-            i = select_class_nb(policy, t, ql, head_arr, muT[j], E[c])
+            i = select_row(policy, t, ql, head_arr, muT, j, E, c)
             if i < 0:
                 break
             idle_remove(mi, chead, ctail, cidle, c, j)
             tarr = q_pop(qarr, qh, ql, head_arr, i)
+            started += 1
             start_task(mi, mf, j, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-                       exec_kind, exec_scv, tkey, tree, P, g_exec, g_chain, ist)
+                       exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
+    return started

@@ -82,13 +82,18 @@ def _print(out: dict) -> None:
         typer.echo(f"  {name}: {_fmt(out['mean'])}  95% CI [{_fmt(lo)}, {_fmt(hi)}]"
                    + (f"  (+-{100 * rel:.2f}%)" if rel is not None else ""))
     for pc in out.get("per_class", []):
-        if "mean" in pc and "Q" not in pc:  # models reporting one metric per class (W)
-            lo, hi = pc.get("ci") or (None, None)
-            typer.echo(f"  class {pc['class']}: {metric} {_fmt(pc['mean'])}  [{_fmt(lo)}, {_fmt(hi)}]")
-        elif pc.get("Q") is None and pc.get("Q_untrusted") is not None:
+        if pc.get("Q") is None and pc.get("Q_untrusted") is not None:
             typer.echo(f"  class {pc['class']}: Q ({_fmt(pc['Q_untrusted'])}?)   W ({_fmt(pc.get('W_untrusted'))}?)")
-        else:
-            typer.echo(f"  class {pc['class']}: Q {_fmt(pc.get('Q'))}   W {_fmt(pc.get('W'))}")
+            continue
+        parts = []
+        if pc.get("Q") is not None:
+            parts.append(f"Q {_fmt(pc['Q'])}")
+        w = pc.get("W", pc.get("mean"))
+        if w is not None:
+            parts.append(f"W {_fmt(w)}")
+        if pc.get("ci"):
+            parts.append(f"[{_fmt(pc['ci'][0])}, {_fmt(pc['ci'][1])}]")
+        typer.echo(f"  class {pc['class']}: " + "   ".join(parts))
     extra = []
     if "contacted" in out:
         extra.append(f"machines contacted per arrival {out['contacted']:.3f} (formula {out['contacted_formula']:.3f})")

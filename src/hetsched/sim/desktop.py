@@ -38,12 +38,20 @@ without CPU information (§3.4.4, ``cpu_info=False``), or
 ``a'_j = clip(a_j (1+E), 0, 1)``, ``E ~ U[-I, I]`` drawn whenever ``j`` becomes
 available (§3.4.6, ``inaccuracy=I``).
 
-*LP re-solving.* Machines that are interchangeable for the LP (same rate column
-and same estimated ``a``) are aggregated into one LP column whose capacity is the
-sum of the up members' ``a``; an availability event changes only that column's
-right-hand side. ``lpas-dg`` re-optimises the previous optimal tableau with a
-dual simplex (no Python per event; ``lp_solves`` = number of availability
-events); ``lpas-dg-robust`` caches central supports keyed by the capacity vector
+*LP re-solving.* ``lpas-dg`` uses, by default, one LP column per machine, so
+its optimal *vertex* has at least ``NM + 1 - N - M`` zeros -- the solution the
+thesis uses "throughout the chapter" (§3.3, end); this reading reproduces the
+printed LPAS_DG numbers of Tables 3.3-3.6, 3.11 and §3.4.4 (evidence in
+``docs/desktop-grid.md``). Which machines of a group receive the nonzeros
+depends on the vertex the simplex reaches (``lp_order``). With
+``lp_grouping="groups"`` (default above 300 machines, e.g. System 3.F, and for
+the robust variant) machines that are interchangeable for the LP (same rate
+column and same estimated ``a``) are aggregated into one column whose capacity
+is the sum of the up members' ``a`` (the group-symmetric vertex: far fewer
+zeros, a less restrictive policy). An availability event changes one column's
+right-hand side; ``lpas-dg`` re-optimises the previous optimal tableau with a
+dual simplex (no Python per event; ``lp_solves`` = availability events + 1);
+``lpas-dg-robust`` caches central supports keyed by the capacity vector
 (``lp_solves`` = number of distinct keys, solved by HiGHS IPM).
 
 *Measured.* ``W``: mean completion time (departure - original arrival, including
@@ -53,7 +61,8 @@ resubmissions) of the tasks that arrive after ``warmup`` and finish by
 Modelling choices the thesis leaves open are parameters (defaults chosen against
 Tables 3.3-3.6 and 3.11, see ``docs/_parts/assumptions-desktop.md``):
 ``machine_rule`` (which idle machine receives an arriving task),
-``resubmit`` (where a resubmitted task re-enters its queue), ``lp_grouping``.
+``resubmit`` (where a resubmitted task re-enters its queue), ``lp_grouping``
+and ``lp_order`` (which optimal vertex LPAS_DG uses).
 """
 
 from __future__ import annotations
@@ -75,7 +84,8 @@ __all__ = ["DesktopResult", "simulate_desktop", "desktop_replication", "run_desk
 POLICIES = tuple(POLICY_CODES)
 MACHINE_RULES = {"longest-idle": 0, "fastest": 1, "lowest-index": 2, "random": 3}
 RESUBMIT_RULES = {"front": 0, "back": 1}
-LP_GROUPINGS = ("groups", "machines")
+LP_GROUPINGS = ("auto", "groups", "machines")
+AUTO_MACHINES_MAX = 300  # "auto": per-machine vertex LP up to this many machines
 _EXEC = {"exp": 0, "det": 1, "hyperexp": 2}
 _UP = {"exp": 0, "hyperexp": 2, "weibull": 3}
 _DOWN = {"exp": 0, "const": 1, "hyperexp": 2}
@@ -114,10 +124,18 @@ class DesktopResult:
         return d
 
 
-def _columns(mu: np.ndarray, a_est: np.ndarray, grouping: str, per_machine: bool) -> np.ndarray:
+def _columns(mu: np.ndarray, a_est: np.ndarray, grouping: str, per_machine: bool, order: Any = "index") -> np.ndarray:
     M = mu.shape[1]
     if grouping == "machines" or per_machine:
-        return np.arange(M, dtype=np.int64)
+        if isinstance(order, str) and order == "index":
+            return np.arange(M, dtype=np.int64)
+        if isinstance(order, str) and order == "reverse":
+            return np.arange(M - 1, -1, -1, dtype=np.int64)
+        # a seeded random order of the LP columns (selects another optimal vertex)
+        perm = np.random.default_rng(int(order)).permutation(M)  # perm[c] = machine of column c
+        col = np.empty(M, dtype=np.int64)
+        col[perm] = np.arange(M)
+        return col
     index: dict = {}
     col = np.empty(M, dtype=np.int64)
     for j in range(M):
@@ -151,7 +169,8 @@ def simulate_desktop(
     warmup: float = 0.0,
     machine_rule: str = "longest-idle",
     resubmit: str = "front",
-    lp_grouping: str = "groups",
+    lp_grouping: str = "auto",
+    lp_order: Any = "index",
     cpu_info: bool = True,
     inaccuracy: float = 0.0,
     exec_dist: str | None = None,
@@ -176,8 +195,19 @@ def simulate_desktop(
     resubmit : {"front", "back"}
         A task lost to a failure re-enters its class queue in arrival order
         (front) or at the tail (back); it keeps its original arrival time.
-    lp_grouping : {"groups", "machines"}
-        Aggregate interchangeable machines in the LP (group-symmetric vertex) or not.
+    lp_grouping : {"auto", "groups", "machines"}
+        ``machines``: the LPAS_DG vertex LP has one column per machine, so its
+        basic solution has at least ``NM + 1 - N - M`` zeros (thesis §3.3, end:
+        the solution used "throughout the chapter"). ``groups``: interchangeable
+        machines share one column (group-symmetric vertex, far fewer zeros).
+        ``auto`` (default): ``machines`` for ``lpas-dg`` (and ``track_lp``) when
+        ``M <= 300``, ``groups`` otherwise and for the other policies (FCFS and
+        Gcmu do not read the LP; the robust variant's cache is keyed by column
+        capacities).
+    lp_order : "index", "reverse" or int
+        Order of the per-machine LP columns (int: a seeded random order). The
+        simplex's optimal vertex, hence which machines of a group receive the
+        nonzeros, depends on it.
     cpu_info : bool
         ``False``: the policies' LP assumes ``a_j = 1`` (§3.4.4).
     inaccuracy : float
@@ -198,6 +228,9 @@ def simulate_desktop(
         raise ModelError(f"resubmit: expected one of {sorted(RESUBMIT_RULES)}, got {resubmit!r}")
     if lp_grouping not in LP_GROUPINGS:
         raise ModelError(f"lp_grouping: expected one of {LP_GROUPINGS}, got {lp_grouping!r}")
+    if not ((isinstance(lp_order, str) and lp_order in ("index", "reverse"))
+            or (isinstance(lp_order, (int, np.integer)) and not isinstance(lp_order, bool) and lp_order >= 0)):
+        raise ModelError(f"lp_order: expected 'index', 'reverse' or a non-negative int seed, got {lp_order!r}")
     if not (horizon > 0 and np.isfinite(horizon)):
         raise ModelError(f"horizon: must be a positive finite number, got {horizon!r}")
     if not (0 <= warmup < horizon):
@@ -243,8 +276,17 @@ def simulate_desktop(
     a_true = np.ascontiguousarray(a_sys, dtype=float)  # static a (chain machines ignore it)
     a_est0 = a_true.copy() if cpu_info else np.ones(M)
 
+    if code == LPAS_DG_ROBUST:
+        lp_mode = 2
+    elif code == LPAS_DG or track_lp:
+        lp_mode = 1
+    else:
+        lp_mode = 0
+    grouping = lp_grouping
+    if grouping == "auto":
+        grouping = "machines" if (lp_mode == 1 and M <= AUTO_MACHINES_MAX) else "groups"
     per_machine = inaccuracy > 0.0
-    col = _columns(mu, a_est0, lp_grouping, per_machine)
+    col = _columns(mu, a_est0, grouping, per_machine, lp_order)
     C = int(col.max()) + 1
     first = np.array([np.flatnonzero(col == c)[0] for c in range(C)])
     size = np.bincount(col, minlength=C).astype(float)
@@ -308,12 +350,6 @@ def simulate_desktop(
     head_arr = np.zeros(N)
 
     # ---- LP
-    if code == LPAS_DG_ROBUST:
-        lp_mode = 2
-    elif code == LPAS_DG or track_lp:
-        lp_mode = 1
-    else:
-        lp_mode = 0
     m = N + C
     nv = N * C + 1 + m
     shapeT = (m, nv + 1) if lp_mode == 1 else (1, 2)
@@ -410,7 +446,9 @@ def simulate_desktop(
         support_changes=int(ist[K.SUP_CHANGES]), up_fraction=up_fraction, horizon=t_end, wall_seconds=wall,
         seed=getattr(ss, "entropy", None),
         extra={"lambda": float(fst[K.LAM]), "columns": C, "queued_end": q_end, "starts": int(ist[K.STARTS]),
-               "lookups": int(ist[K.LOOKUPS])},
+               "lookups": int(ist[K.LOOKUPS]), "lp_grouping": grouping,
+               "support_nonzeros": int(support[col][mi[:, K.UP] == 1].sum()) if lp_mode else None,
+               "up_end": int(mi[:, K.UP].sum())},
     )
 
 

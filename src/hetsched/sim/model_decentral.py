@@ -1,14 +1,20 @@
 """Registers the decentralized-grid model (thesis ch. 4) with ``hetsched simulate``.
 
 Light module (no numba import): see :mod:`hetsched.sim` for the registry.
-Only ``lpas-dec`` is registered here because ``mct`` and ``kpb`` belong to the
-mapping model; for scenarios with per-machine arrival streams (``4.A``,
-``4.B1``, ``4.B2``, ``4.2-ex``) the command should send those two policies to
-:func:`hetsched.sim.decentral.simulate_command` as well.
+``lpas-dec`` belongs to this model; ``mct`` and ``kpb`` belong to the mapping
+model but run here on systems with per-machine arrival streams (``4.A``,
+``4.B1``, ``4.B2``, ``4.2-ex``: the decentralized decision of §4.1).
 """
 
 from __future__ import annotations
 
 from . import Model, register_model
 
-register_model(Model("decentral", ("lpas-dec",), "W", "hetsched.sim.decentral:simulate_cli"))
+
+def has_per_machine_streams(system) -> bool:
+    return system.alpha_matrix is not None
+
+
+register_model(Model("decentral", ("lpas-dec",), "W", "hetsched.sim.decentral:simulate_cli",
+                     shared_policies=("mct", "kpb"),
+                     applies="hetsched.sim.model_decentral:has_per_machine_streams"))
