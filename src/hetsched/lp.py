@@ -22,11 +22,12 @@ Solutions (HiGHS, through ``highspy``):
 * ``central`` — the interior-point solution without crossover (a point in the
   relative interior of the optimal face), used by the robust variants of §3.4.6.
 
-Large dense systems (many machines, few classes) are solved through the dual,
-which has only ``N`` free variables: ``lambda* = min_{w>=0, alpha.w=1}
-sum_j a_j max_i w_i mu_ij``, minimised by a cutting-plane method; the primal
-vertex is then recovered from complementary slackness (machines with a unique
-best class are dedicated to it; the few tied machines go to a tiny LP).
+Large dense systems (many machines, few classes) can go through the dual
+(``method="dual"``, opt-in), which has only ``N`` free variables:
+``lambda* = min_{w>=0, alpha.w=1} sum_j a_j max_i w_i mu_ij``. Prices ``w``
+from a chain of growing random subsamples seed an exact recovery: machines with
+a clear best class are dedicated to it, the contested ones go to a small LP,
+and the loop ends when primal and dual feasibility certify optimality.
 
 Every result is re-checked after solving (primal residuals and a weak-duality
 bound from the dual prices) and its ``status`` downgraded if the check fails.
@@ -47,9 +48,6 @@ __all__ = ["AllocationResult", "solve_allocation", "allocation_lp", "SOLUTIONS"]
 
 SOLUTIONS = ("vertex", "central")
 
-# Above this many (class, machine) pairs the dual cutting-plane route is used
-# for vertex solutions of ungrouped systems.
-DUAL_ROUTE_MIN_PAIRS = 200_000
 
 
 @dataclass
@@ -269,7 +267,8 @@ def _highs_lp(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, method: str, b
     return d, lam, duals[:N], duals[N:], iters
 
 
-def _dual_prices(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, base_size: int = 500, factor: int = 4):
+def _dual_prices(mu: np.ndarray, alpha: np.ndarray, cap: np.ndarray, base_size: int = 500,
+                 factor: int = 4) -> tuple[np.ndarray, int]:
     """Near-optimal class prices ``w`` of the allocation LP, by solving subsamples.
 
     ``lambda* = min_{w >= 0, alpha.w = 1} sum_j cap_j max_i w_i mu_ij`` (LP duality:
@@ -341,7 +340,7 @@ def _exact_from_prices(mu, alpha, cap, w, margin: float = 0.02, max_rounds: int 
             active[:, bad] |= sc[:, bad] >= vmax[bad][None, :] - tol
             changed = True
         # contested pairs priced against the machine duals
-        if len(free):
+        if len(free) and len(vsub):
             red = sc[:, free] - vsub[None, :]
             add = (red > tol) & ~active[:, free] & (mu[:, free] > 0)
             if add.any():
@@ -388,8 +387,8 @@ def solve_allocation(
         Treat column ``j`` as ``counts[j]`` identical machines (group-symmetric
         solution); ``delta`` is then the per-member fraction.
     method : {"auto", "highs", "dual"}
-        ``dual`` forces the dual cutting-plane route (vertex only); ``auto`` uses it
-        for large ungrouped systems.
+        ``dual``: the dual route for large dense systems (vertex only; see the
+        module docstring); ``auto`` and ``highs``: HiGHS on the whole LP.
     """
     if solution not in SOLUTIONS:
         raise ModelError(f"solution: expected one of {SOLUTIONS}, got {solution!r}")
@@ -401,9 +400,9 @@ def solve_allocation(
     # Column j offers capacity counts_j * a_j per member-fraction unit: scale rates.
     cap = a.copy()
     mu_agg = mu * counts[None, :]
-    use_dual = method == "dual" or (
-        method == "auto" and solution == "vertex" and N * M >= DUAL_ROUTE_MIN_PAIRS
-    )
+    # The dual route is opt-in: it is exact, but not yet faster than HiGHS on
+    # every large instance (benchmarks/bench_lp.py measures both).
+    use_dual = method == "dual"
     d = None
     if use_dual:
         if solution != "vertex":
