@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/hetsched reproduce thesis-table-2.1 --quick
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=10
 
 # Long runs too (marked slow).
 test-all: $(STAMP)

@@ -25,6 +25,8 @@ CASES = [
     ("3.H", {}, "lpas-dg", {"inaccuracy": 0.5, "machine_rule": "fastest"}),
     ("3.G2", dict(arrivals="alpha1"), "gcmu", {"horizon": 3e5, "machine_rule": "lowest-index"}),
     ("3.A-dist", dict(case=3), "lpas-dg", {"exec_dist": "hyperexp"}),
+    ("3.A-dist", dict(case=2), "fcfs", {"exec_dist": "det", "lp_order": 5, "track_lp": True}),
+    ("3.A-cpuinfo", {}, "lpas-dg", {"cpu_info": False, "lp_order": "reverse"}),
 ]
 
 
@@ -45,5 +47,7 @@ def test_kernel_matches_previous_kernel(monkeypatch, sid, load_kw, policy, kw):
               "support_changes", "unstable"):
         assert getattr(new, f) == getattr(old, f), f
     assert new.W == old.W
+    assert new.message == old.message  # includes the queue integrals of the instability check
+    assert new.extra["lambda"] == old.extra["lambda"]
     assert new.W_per_class == old.W_per_class or np.allclose(new.W_per_class, old.W_per_class, equal_nan=True, rtol=0)
     assert np.array_equal(new.up_fraction, old.up_fraction)

@@ -159,8 +159,8 @@ def run(opts: RunOptions) -> ExperimentResult:
     quick = opts.quick
     time_unit = float(ex.get("time_unit", 1.0 if quick else 2.0))
     duration = float(ex.get("duration", 4.0 if quick else 30.0))
-    reps = int(ex.get("reps", 3 if quick else 30))
-    horizon = float(ex.get("horizon", 500.0 if quick else 20_000.0))
+    reps = int(ex.get("reps", 3 if quick else 10))
+    horizon = float(ex.get("horizon", 500.0 if quick else 5_000.0))
     adapt = bool(ex.get("adapt", False))
     slowdown = float(ex.get("slowdown", 1.0))
     settings = ex.get("settings") or list(SETTINGS)

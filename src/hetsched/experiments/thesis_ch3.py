@@ -326,19 +326,21 @@ def _lp_reading(opts: RunOptions) -> ExperimentResult:
         if only and tab not in str(only).split(","):
             continue
         s = load(sid, arrivals=arr, case=case)
-        row = {"table": tab, "system": sid, "arrivals": arr or "-", "case": case, "exec": ex,
-               "printed_W": w_pr}
+        row = {"table": tab, "system": sid, "arrivals": arr or "-", "case": str(case), "exec": ex,
+               "printed_W": float(w_pr), "printed_Delta": float("nan"), "gcmu_W": float("nan")}
         for v in variants:
             o = _run(s, "lpas-dg", reps, horizon, opts, exec_dist=ex, **_variant_model(v))
             row[f"W_{v}"] = o["mean"]
             row[f"unstable_{v}"] = o["unstable"]
+            row[f"Delta_{v}"] = float("nan")
         rows.append(row)
     if not only or "3.4.4" in str(only).split(","):
         s = load("3.A-cpuinfo")
         g = _run(s, "gcmu", reps, horizon, opts)["mean"]
         for info in (True, False):
             row = {"table": "3.4.4", "system": "3.A-cpuinfo", "arrivals": "0.75 alpha1", "case": f"info={info}",
-                   "exec": "exp", "printed_W": None, "printed_Delta": PRINTED_CPUINFO_DELTA[info], "gcmu_W": g}
+                   "exec": "exp", "printed_W": float("nan"), "printed_Delta": PRINTED_CPUINFO_DELTA[info],
+                   "gcmu_W": float(g)}
             for v in variants:
                 o = _run(s, "lpas-dg", reps, horizon, opts, cpu_info=info, **_variant_model(v))
                 row[f"W_{v}"] = o["mean"]

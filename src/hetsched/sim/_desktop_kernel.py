@@ -8,8 +8,9 @@ wrapper solves that LP, stores the support and calls :func:`run` again.
 
 Performance notes (named where made):
 
-* the event list is a fixed-slot winner tree (one slot per machine task
-  timer, per machine availability timer, per class arrival stream) whose nodes
+* the event list is three fixed-slot winner trees (machine task timers,
+  machine availability timers, class arrival streams; the next event is the
+  earliest of the three roots, ties in that order) whose nodes
   store the winning key next to its slot, so a node's two children share a cache
   line; an update replays at most ``log2(slots)`` matches and stops at the first
   node whose winner is unchanged; ties go to the lower slot (deterministic
@@ -17,7 +18,7 @@ Performance notes (named where made):
   slot once. (``tree_init``/``tree_set`` remain for the caller's initial state:
   :func:`run` rebuilds its winner tree from ``tkey`` at every entry.);
 * no array views in the hot loop (the class selection reads ``muT[j, i]`` and
-  ``E[c, i]`` in place: creating views cost more than the rest of an event), the
+  ``E[c, i]`` in place: no view objects, no reference counting per event), the
   number of waiting tasks is kept incrementally, the CPU-chain catch-up uses
   scalars instead of small temporary arrays;
 * randomness comes from numpy Generators passed in (one per purpose), drawn in
@@ -90,12 +91,13 @@ def tree_set(tkey, tree, P, slot, t):
 
 
 @njit(cache=True)
-def wtree_build(tkey, wkey, widx, P):
-    """Winner tree over ``tkey`` with each node's winning key stored next to its index:
-    the two children of a node are adjacent in memory (one cache line per level)."""
+def wtree_build(tkey, base, n, wkey, widx, P):
+    """Winner tree over slots ``base .. base+n-1`` of ``tkey`` (``P >= n`` leaves, a
+    power of two; padding leaves hold +inf) with each node's winning key stored
+    next to its slot: a node's two children are adjacent in memory."""
     for k in range(P):
-        wkey[P + k] = tkey[k]
-        widx[P + k] = k
+        wkey[P + k] = tkey[base + k] if k < n else INF
+        widx[P + k] = base + k
     for node in range(P - 1, 0, -1):
         lft = 2 * node
         if wkey[lft + 1] < wkey[lft]:
@@ -107,12 +109,13 @@ def wtree_build(tkey, wkey, widx, P):
 
 
 @njit(cache=True)
-def wtree_set(tkey, wkey, widx, P, slot, t):
-    """Set slot's key; replay the matches up the path, stopping as soon as a node's
-    winner (index and key) is unchanged -- its ancestors then are too. Ties go to
-    the left child (lower slot), as in :func:`tree_set`."""
+def wtree_set(tkey, wkey, widx, P, base, slot, t):
+    """Set ``slot``'s key (leaf ``slot - base``); replay the matches up the path,
+    stopping as soon as a node's winner (slot and key) is unchanged -- its
+    ancestors then are too. Ties go to the left child (lower slot), as in
+    :func:`tree_set`."""
     tkey[slot] = t
-    node = P + slot
+    node = P + slot - base
     wkey[node] = t
     node >>= 1
     while node >= 1:
@@ -550,10 +553,10 @@ def schedule_task(mi, mf, j, tkey, wkey, widx, P):
     tc = mf[j, SEGT] + mf[j, REM] / mf[j, LEVEL] if mf[j, LEVEL] > 0.0 else INF
     if tc <= mf[j, SEGEND]:
         mi[j, TKIND] = 0
-        wtree_set(tkey, wkey, widx, P, j, tc)
+        wtree_set(tkey, wkey, widx, P, 0, j, tc)
     else:
         mi[j, TKIND] = 1
-        wtree_set(tkey, wkey, widx, P, j, mf[j, SEGEND])
+        wtree_set(tkey, wkey, widx, P, 0, j, mf[j, SEGEND])
 
 
 @njit(cache=True)
@@ -597,9 +600,23 @@ def run(ist, fst, mi, mf, tkey, tree, P,
     E = support if use_lp_sup else elig_static
     # event list: winner tree with the keys stored in the nodes (rebuilt from
     # ``tkey`` at every entry, so the resumable state is ``tkey`` alone)
-    wkey = np.empty(2 * P)
-    widx = np.empty(2 * P, dtype=np.int64)
-    wtree_build(tkey, wkey, widx, P)
+    # three trees -- task timers, availability timers, arrival streams -- so that an
+    # arrival (half the events) replays log2(N) matches, not log2(2M + N)
+    PT = 1
+    while PT < M:
+        PT *= 2
+    PA = 1
+    while PA < N:
+        PA *= 2
+    wkT = np.empty(2 * PT)
+    wiT = np.empty(2 * PT, dtype=np.int64)
+    wkV = np.empty(2 * PT)
+    wiV = np.empty(2 * PT, dtype=np.int64)
+    wkA = np.empty(2 * PA)
+    wiA = np.empty(2 * PA, dtype=np.int64)
+    wtree_build(tkey, 0, M, wkT, wiT, PT)
+    wtree_build(tkey, M, M, wkV, wiV, PT)
+    wtree_build(tkey, 2 * M, N, wkA, wiA, PA)
 
     # ---- resume after a robust-support miss: the Python side filled the table
     if ist[PENDING] == 1:
@@ -623,13 +640,13 @@ def run(ist, fst, mi, mf, tkey, tree, P,
             if i >= 0:
                 tarr = q_pop(qarr, qh, ql, head_arr, i)
                 start_task(mi, mf, jp, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-                           exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
+                           exec_kind, exec_scv, tkey, wkT, wiT, PT, g_exec, g_chain, ist)
             else:
                 mf[jp, IDLE_SINCE] = t
                 idle_add(mi, chead, ctail, cidle, c, jp)
         if changed:
             _scan(mi, mf, qarr, qh, ql, head_arr, chead, ctail, cidle, muT, E, policy, mrule, t,
-                  a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, wkey, widx, P,
+                  a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, wkT, wiT, PT,
                   g_exec, g_chain, g_tie, ist)
 
     tmid = fst[QMID]
@@ -637,8 +654,15 @@ def run(ist, fst, mi, mf, tkey, tree, P,
     for i in range(N):
         qtot += ql[i]
     while True:
-        s = widx[1]
-        t = wkey[1]
+        # earliest of the three roots; ties in slot order (tasks, availability, arrivals)
+        s = wiT[1]
+        t = wkT[1]
+        if wkV[1] < t:
+            s = wiV[1]
+            t = wkV[1]
+        if wkA[1] < t:
+            s = wiA[1]
+            t = wkA[1]
         if t > horizon:
             break
         # time integral of the number waiting, split at mid-run (instability check)
@@ -681,7 +705,7 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                 mi[j, CK] = k
                 mf[j, LEVEL] = levels[sn]
                 mf[j, SEGEND] = chain_segment_end(k, sn, cid, logstay, step, g_chain)
-                schedule_task(mi, mf, j, tkey, wkey, widx, P)
+                schedule_task(mi, mf, j, tkey, wkT, wiT, PT)
                 continue
             i = mi[j, BUSY]
             ta = mf[j, TARR]
@@ -698,9 +722,9 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                 tarr = q_pop(qarr, qh, ql, head_arr, i)
                 qtot -= 1
                 start_task(mi, mf, j, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-                           exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
+                           exec_kind, exec_scv, tkey, wkT, wiT, PT, g_exec, g_chain, ist)
             else:
-                wtree_set(tkey, wkey, widx, P, j, INF)
+                wtree_set(tkey, wkT, wiT, PT, 0, j, INF)
                 mf[j, IDLE_SINCE] = t
                 idle_add(mi, chead, ctail, cidle, c, j)
         elif s < 2 * M:
@@ -715,7 +739,7 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                 if mi[j, BUSY] >= 0:
                     i = mi[j, BUSY]
                     mi[j, BUSY] = -1
-                    wtree_set(tkey, wkey, widx, P, j, INF)
+                    wtree_set(tkey, wkT, wiT, PT, 0, j, INF)
                     if chain_id[j] >= 0:
                         mi[j, CK] = int(math.floor(t / step))
                     ist[RESUB] += 1
@@ -735,13 +759,13 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                             tarr = q_pop(qarr, qh, ql, head_arr, i)
                             qtot -= 1
                             start_task(mi, mf, jj, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels,
-                                       step, exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
+                                       step, exec_kind, exec_scv, tkey, wkT, wiT, PT, g_exec, g_chain, ist)
                 else:
                     idle_remove(mi, chead, ctail, cidle, c, j)
                 newcap = cap[c] - mf[j, AEST]
                 if newcap < 1e-12:
                     newcap = 0.0
-                wtree_set(tkey, wkey, widx, P, s, t + draw(g_fail, down_kind, down_mean, down_scv))
+                wtree_set(tkey, wkV, wiV, PT, M, s, t + draw(g_fail, down_kind, down_mean, down_scv))
             else:
                 mi[j, UP] = 1
                 mf[j, UPSINCE] = t
@@ -755,7 +779,7 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                 mf[j, AEST] = a
                 newcap = cap[c] + a
                 repaired = j
-                wtree_set(tkey, wkey, widx, P, s, t + draw_up(g_fail, up_kind, up_mean, up_scv, wshape[j], wscale[j]))
+                wtree_set(tkey, wkV, wiV, PT, M, s, t + draw_up(g_fail, up_kind, up_mean, up_scv, wshape[j], wscale[j]))
             # ---- LP: re-optimise (vertex) or look up (central) the support
             changed = False
             if lp_mode == 1:
@@ -801,26 +825,26 @@ def run(ist, fst, mi, mf, tkey, tree, P,
                     tarr = q_pop(qarr, qh, ql, head_arr, i)
                     qtot -= 1
                     start_task(mi, mf, j, i, tarr, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-                               exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
+                               exec_kind, exec_scv, tkey, wkT, wiT, PT, g_exec, g_chain, ist)
                 else:
                     mf[j, IDLE_SINCE] = t
                     idle_add(mi, chead, ctail, cidle, c, j)
             if changed:
                 qtot -= _scan(mi, mf, qarr, qh, ql, head_arr, chead, ctail, cidle, muT, E, policy, mrule, t,
-                              a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, wkey, widx, P,
+                              a_true, chain_id, Ppow, logstay, levels, step, exec_kind, exec_scv, tkey, wkT, wiT, PT,
                               g_exec, g_chain, g_tie, ist)
         else:
             # ------------------------------------------------ arrival of class i
             i = s - 2 * M
             ist[ARRIVALS] += 1
-            wtree_set(tkey, wkey, widx, P, s, t + g_arr.exponential(1.0 / alpha[i]))
+            wtree_set(tkey, wkA, wiA, PA, 2 * M, s, t + g_arr.exponential(1.0 / alpha[i]))
             jj = -1
             if ql[i] == 0:  # invariant: a non-empty queue has no eligible idle machine
                 jj = _find_machine(i, mi, mf, chead, cidle, muT, E, mrule, g_tie)
             if jj >= 0:
                 idle_remove(mi, chead, ctail, cidle, col[jj], jj)
                 start_task(mi, mf, jj, i, t, t, muT, a_true, chain_id, Ppow, logstay, levels, step,
-                           exec_kind, exec_scv, tkey, wkey, widx, P, g_exec, g_chain, ist)
+                           exec_kind, exec_scv, tkey, wkT, wiT, PT, g_exec, g_chain, ist)
             else:
                 if not q_push_back(qarr, qh, ql, head_arr, i, t):
                     ist[OVERFLOW] = 1

@@ -40,12 +40,13 @@ available (§3.4.6, ``inaccuracy=I``).
 
 *LP re-solving.* ``lpas-dg`` uses, by default, one LP column per machine, so
 its optimal *vertex* has at least ``NM + 1 - N - M`` zeros -- the solution the
-thesis uses "throughout the chapter" (§3.3, end); this reading reproduces the
-printed LPAS_DG numbers of Tables 3.3-3.6, 3.11 and §3.4.4 (evidence in
+thesis uses "throughout the chapter" (§3.3, end); with it, 22 of the 25
+printed LPAS_DG ``W`` of Tables 3.3-3.6 and 3.11 are matched within 5 %, and
+§3.4.4's Delta without CPU information within ~10 points (evidence in
 ``docs/desktop-grid.md``). Which machines of a group receive the nonzeros
 depends on the vertex the simplex reaches (``lp_order``). With
-``lp_grouping="groups"`` (default above 300 machines, e.g. System 3.F, and for
-the robust variant) machines that are interchangeable for the LP (same rate
+``lp_grouping="groups"`` (default above 100 machines, i.e. Systems 3.F and 3.G, and
+for the robust variant) machines that are interchangeable for the LP (same rate
 column and same estimated ``a``) are aggregated into one column whose capacity
 is the sum of the up members' ``a`` (the group-symmetric vertex: far fewer
 zeros, a less restrictive policy). An availability event changes one column's
@@ -85,7 +86,7 @@ POLICIES = tuple(POLICY_CODES)
 MACHINE_RULES = {"longest-idle": 0, "fastest": 1, "lowest-index": 2, "random": 3}
 RESUBMIT_RULES = {"front": 0, "back": 1}
 LP_GROUPINGS = ("auto", "groups", "machines")
-AUTO_MACHINES_MAX = 300  # "auto": per-machine vertex LP up to this many machines
+AUTO_MACHINES_MAX = 100  # "auto": per-machine vertex LP up to this many machines (dense tableau cost)
 _EXEC = {"exp": 0, "det": 1, "hyperexp": 2}
 _UP = {"exp": 0, "hyperexp": 2, "weibull": 3}
 _DOWN = {"exp": 0, "const": 1, "hyperexp": 2}
@@ -201,7 +202,9 @@ def simulate_desktop(
         the solution used "throughout the chapter"). ``groups``: interchangeable
         machines share one column (group-symmetric vertex, far fewer zeros).
         ``auto`` (default): ``machines`` for ``lpas-dg`` (and ``track_lp``) when
-        ``M <= 300``, ``groups`` otherwise and for the other policies (FCFS and
+        ``M <= 100`` (Systems 3.A-3.E, 3.H), ``groups`` otherwise (3.F, 3.G:
+        the dense per-machine tableau costs ~40x more run time on 3.G1) and for
+        the other policies (FCFS and
         Gcmu do not read the LP; the robust variant's cache is keyed by column
         capacities).
     lp_order : "index", "reverse" or int
@@ -391,6 +394,7 @@ def simulate_desktop(
                   code, MACHINE_RULES[machine_rule], RESUBMIT_RULES[resubmit], lp_mode, float(horizon),
                   float(warmup))
     t0 = time.perf_counter()
+    c0 = time.process_time()
     while True:
         rc = K.run(ist, fst, mi, mf, tkey, tree, P, qarr, qh, ql, head_arr, chead, ctail, cidle,
                    *args_fixed, support, elig_static, cap, T, obj, basis, scT, scO, scB,
@@ -412,6 +416,7 @@ def simulate_desktop(
         central_solves += 1
         lp_seconds += time.perf_counter() - ts
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     if lp_mode == 2:
         ist[K.LP_SOLVES] = central_solves
 
@@ -448,7 +453,7 @@ def simulate_desktop(
         extra={"lambda": float(fst[K.LAM]), "columns": C, "queued_end": q_end, "starts": int(ist[K.STARTS]),
                "lookups": int(ist[K.LOOKUPS]), "lp_grouping": grouping,
                "support_nonzeros": int(support[col][mi[:, K.UP] == 1].sum()) if lp_mode else None,
-               "up_end": int(mi[:, K.UP].sum())},
+               "up_end": int(mi[:, K.UP].sum()), "cpu_seconds": cpu},
     )
 
 
