@@ -224,3 +224,29 @@ def test_cli_json_contract() -> None:
     assert r.exit_code == 0 and "x1=1" in r.output and "Margin" in r.output
     r = CliRunner().invoke(app, ["mdp", "coalloc", "--p", "2"])
     assert r.exit_code == 2 and "p: the probability" in r.output
+
+
+@pytest.mark.parametrize("kw", [dict(delta=12), dict(delta=10, rho=0.95, mu3=0.9, p=0.3, beta=0.02)])
+def test_fast_default_solver_equals_plain_value_iteration(kw) -> None:
+    """The compiled GS + Anderson default returns plain successive approximation's policy, certified."""
+    model = build_coalloc(params(**kw))
+    c, prm = model.ctmdp, model.params
+    fast = solve_coalloc(model)  # default: compiled Gauss-Seidel sweeps + Anderson mixing
+    plain = value_iteration(c, prm.beta, method="jacobi", anderson=0, nu=prm.nu_used, max_iter=500_000)
+    assert fast.result.success and plain.success
+    assert fast.result.error_bound < fast.result.extra["eps"]
+    # where the two actions are separated by more than both certificates, the policies must agree
+    q = fast.result.extra["q"]
+    pair = np.full((c.n_states, 2), -1)
+    pair[c.sa_state, c.sa_action] = np.arange(c.n_pairs)
+    two = pair[:, 1] >= 0
+    gap = np.full(c.n_states, np.inf)
+    gap[two] = np.abs(q[pair[two, 0]] - q[pair[two, 1]]) * (prm.nu_used + prm.beta)
+    clear = gap > 2 * (fast.result.error_bound + plain.error_bound)
+    assert clear.mean() > 0.95
+    assert np.array_equal(fast.policy[clear], plain.policy[clear])
+    assert np.array_equal(fast.policy, plain.policy)
+    # the two certified brackets [lower, upper] of J* (MacQueen bounds) intersect in every state
+    tol = 1e-9 * np.abs(plain.values).max()
+    assert np.all(fast.result.lower <= plain.upper + tol)
+    assert np.all(plain.lower <= fast.result.upper + tol)

@@ -314,7 +314,10 @@ def _psi(S: np.ndarray, d: np.ndarray, p: float) -> list[tuple[np.ndarray, np.nd
 
 
 def _eta(X: np.ndarray, prm: CoallocParams):
-    """Events out of post-decision states ``X``: list of (target component array, rate) and kill rates."""
+    """Events out of post-decision states ``X``: list of (target components, rate) and kill rates.
+
+    A target is a tuple of the six component arrays ``(q1, q2, g, x1, x2, x11)``.
+    """
     D = prm.delta
     q1, q2, g, x1, x2, x11 = X.T
     n = X.shape[0]
@@ -322,12 +325,11 @@ def _eta(X: np.ndarray, prm: CoallocParams):
     kill = np.zeros(n)
     ev: list[tuple[np.ndarray, np.ndarray]] = []
 
-    def with_(**kw: np.ndarray) -> np.ndarray:
-        Y = X.copy()
-        for i, name in enumerate(("q1", "q2", "g", "x1", "x2", "x11")):
-            if name in kw:
-                Y[:, i] = kw[name]
-        return Y
+    comps = (q1, q2, g, x1, x2, x11)
+
+    def with_(**kw: np.ndarray) -> tuple[np.ndarray, ...]:
+        # component arrays of the target (views of X where unchanged: no copy of X)
+        return tuple(kw.get(name, c) for name, c in zip(("q1", "q2", "g", "x1", "x2", "x11"), comps))
 
     room1 = q1 < D
     # arrival to queue 1
@@ -373,7 +375,7 @@ def build_coalloc(params: CoallocParams) -> CoallocModel:
             w = prob * rate
             m = live & (w > 0)
             rows.append(pair[m])
-            cols.append(_state_index(D, Y[m, 0], Y[m, 1], Y[m, 2], _cfg_of(Y[m, 3], Y[m, 4], Y[m, 5])))
+            cols.append(_state_index(D, Y[0][m], Y[1][m], Y[2][m], _cfg_of(Y[3][m], Y[4][m], Y[5][m])))
             vals.append(w[m])
             total = total + rate
         if params.self_loop == "post":
@@ -383,7 +385,7 @@ def build_coalloc(params: CoallocParams) -> CoallocModel:
             rows.append(pair[m])
             cols.append(_state_index(D, X[m, 0], X[m, 1], X[m, 2], _cfg_of(X[m, 3], X[m, 4], X[m, 5])))
             vals.append(w[m])
-    R = sp.csr_matrix(
+    R = sp.coo_matrix(  # from_pairs sorts, merges duplicates and converts to CSR once
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(K, S)
     )
     cost = params.c1 * (q1 + x1 + x2 + x11) + params.c2 * q2
@@ -569,6 +571,10 @@ def solve_coalloc(
     ``"modified-policy-iteration"``. Every method stops on the same certificate
     (see :mod:`hetsched.mdp.ctmdp`).
     """
+    from .ctmdp import _warm_kernels
+
+    # load the compiled kernels first (numba cache, ~0.3 s once per process): not solver time
+    _warm_kernels("mpi" if method == "modified-policy-iteration" else "vi")
     t0 = time.perf_counter()
     model = params if isinstance(params, CoallocModel) else build_coalloc(params)
     prm = model.params
