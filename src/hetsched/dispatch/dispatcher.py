@@ -17,8 +17,9 @@ compiles — picks the class whose head-of-line task it receives; the task is
 submitted to that worker only (``workers=[address]``,
 ``allow_other_workers=False``). Idle machines are served longest-idle first.
 LPAS_DG uses the support of a vertex ``delta*`` of the allocation LP (3.1)-(3.3)
-over the machines that are up (interchangeable machines aggregated: the
-group-symmetric vertex the simulator uses); LPAS_DG robust the central solution.
+over the machines that are up (one column per machine up to 100 machines,
+interchangeable machines aggregated beyond — the simulator's ``lp_grouping="auto"``);
+LPAS_DG robust the central solution (aggregated).
 
 *Dynamics* (§3.3, §3.5.2). The LP is re-solved when a worker joins or leaves,
 when a machine is declared silent or comes back, and when the monitored rates
@@ -181,6 +182,9 @@ class Dispatcher:
     alpha : N arrival rates per time unit (required by the LPAS_DG policies;
         checked for stability whenever given).
     availability : mapping worker name or machine key (``"name#s"``) -> ``a_j`` (default 1).
+    lp_grouping : ``"auto"`` (the simulator's rule: one LP column per machine for
+        LPAS_DG with at most 100 machines, else interchangeable machines
+        aggregated), ``"groups"`` or ``"machines"``.
     slots : machines per worker (int or mapping name -> int); default: the worker's threads.
         A worker with ``k > 1`` slots is ``k`` machines ``"name#0" .. "name#k-1"``.
     time_unit : seconds per time unit of ``rates``/``alpha``.
@@ -203,7 +207,8 @@ class Dispatcher:
                  delay_correction: bool = False, adapt_arrivals: bool = True, adapt_rates: bool = True,
                  timeout_factor: float | None = 10.0, timeout_min: float = 5.0, poll_interval: float = 0.2,
                  ignore_unknown_workers: bool = False, allow_unstable: bool = False, fetch_timeout: float = 5.0,
-                 direct_fetch: bool | None = None, slots: int | Mapping[str, int] | None = None):
+                 direct_fetch: bool | None = None, slots: int | Mapping[str, int] | None = None,
+                 lp_grouping: str = "auto"):
         self.client = client
         self.code = policy_code(policy)
         self.policy = str(policy).lower()
@@ -250,6 +255,9 @@ class Dispatcher:
                 if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                     raise ModelError(f"slots[{k!r}]: expected a positive integer, got {v!r}")
         self.slots = slots
+        if lp_grouping not in ("auto", "groups", "machines"):
+            raise ModelError(f"lp_grouping: expected 'auto', 'groups' or 'machines', got {lp_grouping!r}")
+        self.lp_grouping = lp_grouping
 
         # queues
         self.queues = [deque() for _ in range(N)]
@@ -533,10 +541,14 @@ class Dispatcher:
 
         mu = np.array([m.rate * self._p(m) for m in live]).T  # N x M'
         a = np.array([m.a for m in live])
+        grouping = self.lp_grouping
+        if grouping == "auto":  # the simulator's rule (hetsched.sim.desktop)
+            grouping = "machines" if self.code == LPAS_DG and len(live) <= 100 else "groups"
         index: dict = {}
         col = []
         for j in range(mu.shape[1]):
-            col.append(index.setdefault((tuple(np.round(mu[:, j], 12)), round(a[j], 12)), len(index)))
+            key = j if grouping == "machines" else (tuple(np.round(mu[:, j], 12)), round(a[j], 12))
+            col.append(index.setdefault(key, len(index)))
         col = np.asarray(col)
         first = [col.tolist().index(c) for c in range(len(index))]
         counts = np.bincount(col)
