@@ -32,12 +32,22 @@ Format (all rates per time unit; classes are rows, machines columns)::
     values = [1, 1.125, 1.4375]
     seed = 2009
 
-Loading validates everything and raises :class:`~hetsched.errors.ScenarioError`
-naming the file, the field and the value.
+Loading validates the whole file once, before anything is computed: every
+field's type, shape, range and finiteness by the schema of
+:mod:`hetsched.scenarios.schema` (also shipped as ``schema.json``), then what
+ties several fields together (lengths against the number of classes and
+machines, machine numbers, ``power`` against ``base_time``, variants named by
+cases). Any problem raises :class:`~hetsched.errors.ScenarioError` with one
+line naming the file, the field's full path (``groups[3].mu[2]``) and the
+value. Files are read only if they are regular files of at most
+:data:`MAX_FILE_BYTES`; limits on sizes and rates are those of
+:mod:`hetsched.system` (``docs/input-validation.md``).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -47,18 +57,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError, ScenarioError
-from ..system import CpuChain, Failures, MachineGroup, System, groups_from_matrix
+from ..system import MAX_CELLS, MAX_MACHINES, MAX_RATE, MIN_RATE, CpuChain, Failures, MachineGroup, System, _show
+from . import schema as _schema
 
-__all__ = ["load", "load_file", "list_scenarios", "scenario_ids", "ScenarioInfo"]
+__all__ = ["load", "list_scenarios", "scenario_ids", "ScenarioInfo", "MAX_FILE_BYTES"]
 
-_TOP_KEYS = {
-    "id", "title", "source", "alpha", "alpha_matrix", "alpha_per_machine", "exec_dist", "mu",
-    "machine_names", "groups", "arrivals", "cases", "failures", "replicate", "base_time",
-    "power_random", "class_names", "meta", "availability",
-}
-_GROUP_KEYS = {"name", "count", "mu", "power", "cpu_chain", "weibull_shape", "weibull_scale"}
-_CASE_KEYS = {"arrivals", "case", "failure_rate", "mean_fault", "availability", "up_dist", "down_dist", "scv", "note"}
-_FAIL_KEYS = {"rate", "mean_down", "up_dist", "down_dist", "scv"}
+MAX_FILE_BYTES = 4_000_000  # a scenario file is text: the largest shipped one is ~6 kB
+_MAX_ARG = 4096
 
 
 def _dir():
@@ -77,30 +82,65 @@ def _sort_key(s: str) -> tuple:
     return tuple(parts)
 
 
-def _read(name_or_path: str) -> tuple[dict[str, Any], str]:
-    p = Path(name_or_path)
-    if name_or_path.endswith(".toml") or p.exists():
-        if not p.is_file():
-            raise ScenarioError(f"{name_or_path}: no such scenario file")
-        label = str(p)
-        text = p.read_bytes()
+def _short(s: str, n: int = 80) -> str:
+    return s if len(s) <= n else f"{s[: n // 2]}...{s[-n // 2 + 3:]} ({len(s):,} characters)"
+
+
+def _shipped_id(s: str) -> str | None:
+    if s.endswith(".toml") or "/" in s or os.sep in s:
+        return None
+    for i in scenario_ids():
+        if i.lower() == s.lower():
+            return i
+    return None
+
+
+def _read(name_or_path: Any) -> tuple[dict[str, Any], str]:
+    """Parsed TOML of a shipped id or a file path, and the label messages use."""
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise ScenarioError(f"scenario: expected an id or a file path, got {_show(name_or_path)}")
+    s = os.fspath(name_or_path)
+    if not isinstance(s, str) or not s.strip() or "\x00" in s or len(s) > _MAX_ARG:
+        raise ScenarioError(f"scenario {_show(_short(str(s)))}: not a scenario id or a file path")
+    sid = _shipped_id(s)
+    if sid is not None:
+        label = f"{sid}.toml"
+        text = (_dir() / label).read_bytes()
     else:
-        res = _dir() / f"{name_or_path}.toml"
-        if not res.is_file():
-            # Case-insensitive match on shipped ids
-            matches = [i for i in scenario_ids() if i.lower() == name_or_path.lower()]
-            if not matches:
-                raise ScenarioError(
-                    f"unknown scenario id {name_or_path!r}; run `hetsched scenarios` to list them "
-                    f"(known: {', '.join(scenario_ids())})"
-                )
-            res = _dir() / f"{matches[0]}.toml"
-        label = f"{res.name}"
-        text = res.read_bytes()
+        label = _short(s)
+        try:
+            st = os.stat(s)
+        except (FileNotFoundError, NotADirectoryError):
+            if s.endswith(".toml") or "/" in s or os.sep in s:
+                raise ScenarioError(f"{label}: no such scenario file") from None
+            raise ScenarioError(
+                f"unknown scenario id {label!r}; run `hetsched scenarios` to list them "
+                f"(known: {', '.join(scenario_ids())})"
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise ScenarioError(f"{label}: cannot open: {getattr(exc, 'strerror', None) or exc}") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise ScenarioError(f"{label}: is a directory, not a scenario file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ScenarioError(f"{label}: not a regular file (a pipe or a device?), refused")
+        if st.st_size > MAX_FILE_BYTES:
+            raise ScenarioError(f"{label}: file too large ({st.st_size:,} bytes; a scenario file has at most "
+                                f"{MAX_FILE_BYTES:,})")
+        try:
+            with open(s, "rb") as fh:
+                text = fh.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ScenarioError(f"{label}: cannot read: {exc.strerror or exc}") from None
+        if len(text) > MAX_FILE_BYTES:
+            raise ScenarioError(f"{label}: file too large (more than {MAX_FILE_BYTES:,} bytes)")
     try:
         data = tomllib.loads(text.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{label}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{label}: not a text file (UTF-8): byte {exc.start} is {text[exc.start:exc.start + 1]!r}") from None
+    except RecursionError:
+        raise ScenarioError(f"{label}: not valid TOML: arrays or tables nested too deeply") from None
+    except ValueError as exc:  # tomllib.TOMLDecodeError and invalid dates/times
+        raise ScenarioError(f"{label}: not valid TOML: {_short(str(exc), 200)}") from None
     return data, label
 
 
@@ -121,10 +161,11 @@ class ScenarioInfo:
 def list_scenarios() -> list[ScenarioInfo]:
     out = []
     for sid in scenario_ids():
-        data, _ = _read(sid)
+        data, label = _read(sid)
+        f = _schema.validate(data, label)
         sys_ = load(sid)
-        arr = [k for k in data.get("arrivals", {}) if k != "default"]
-        cases = sorted({int(c["case"]) for c in data.get("cases", [])})
+        arr = list(f.arrivals.variants()) if f.arrivals is not None else []
+        cases = sorted({c.case for c in f.cases})
         v = []
         if arr:
             v.append("--arrivals " + "|".join(arr))
@@ -136,237 +177,253 @@ def list_scenarios() -> list[ScenarioInfo]:
     return out
 
 
-def load(name_or_path: str, arrivals: str | None = None, case: int | None = None) -> System:
+def load(name_or_path: str | os.PathLike, arrivals: str | None = None, case: int | None = None) -> System:
     """Load a shipped scenario by id (``"2.D"``) or a TOML file by path.
 
     ``arrivals`` picks an arrival-rate variant (``"alpha2"``); ``case`` a
-    failure/availability case. Raises :class:`ScenarioError` on any bad input.
+    failure/availability case. Raises :class:`ScenarioError` on any bad input,
+    with one line naming the file, the field and the value.
     """
-    data, label = _read(name_or_path)
+    if arrivals is not None and (not isinstance(arrivals, str) or not arrivals or len(arrivals) > 200):
+        raise ScenarioError(f"arrivals: expected a variant name, got {_show(arrivals)}")
+    if case is not None and (isinstance(case, bool) or not isinstance(case, (int, np.integer))):
+        raise ScenarioError(f"case: expected a case number, got {_show(case)}")
     try:
-        return _build(data, label, arrivals, case)
-    except ScenarioError:
-        raise
-    except ModelError as exc:
-        raise ScenarioError(f"{label}: {exc}") from None
+        data, label = _read(name_or_path)
+        f = _schema.validate(data, label)
+        try:
+            return _build(f, label, arrivals, None if case is None else int(case))
+        except ScenarioError:
+            raise
+        except ModelError as exc:
+            raise ScenarioError(f"{label}: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{_short(str(name_or_path))}: nested too deeply") from None
 
 
-def load_file(path: str | Path, arrivals: str | None = None, case: int | None = None) -> System:
-    return load(str(path), arrivals=arrivals, case=case)
+def _err(label: str, path: str, msg: str) -> ScenarioError:
+    return ScenarioError(f"{label}: field '{path}': {msg}")
 
 
-def _unknown(label: str, where: str, keys: set[str], allowed: set[str]) -> None:
-    bad = sorted(keys - allowed)
-    if bad:
-        raise ScenarioError(f"{label}: unknown field {where}{bad[0]!r} (allowed: {', '.join(sorted(allowed))})")
-
-
-def _need(label: str, d: dict, key: str, where: str = "") -> Any:
-    if key not in d:
-        raise ScenarioError(f"{label}: missing field {where}{key!r}")
-    return d[key]
-
-
-def _build(data: dict[str, Any], label: str, arrivals: str | None, case: int | None) -> System:
-    _unknown(label, "", set(data), _TOP_KEYS)
-    sid = _need(label, data, "id")
-    if not isinstance(sid, str) or not sid:
-        raise ScenarioError(f"{label}: field 'id': expected a non-empty string, got {sid!r}")
-
-    # --- machines -------------------------------------------------------------
-    if ("mu" in data) == ("groups" in data):
-        raise ScenarioError(f"{label}: give exactly one of 'mu' (a matrix) or '[[groups]]'")
-    base_time = data.get("base_time")
-    if "mu" in data:
-        mu = data["mu"]
-        if not isinstance(mu, list) or not mu or not all(isinstance(r, list) for r in mu):
-            raise ScenarioError(f"{label}: field 'mu': expected a matrix (list of rows, one per class), got {mu!r}")
-        groups = list(groups_from_matrix(mu, data.get("machine_names")))
+def _build(f: "_schema.ScenarioFile", label: str, arrivals: str | None, case: int | None) -> System:
+    """The :class:`System` of a schema-checked file (cross-field checks here, with field paths)."""
+    # --- classes and machines (sizes first: refuse before building anything big)
+    if f.mu is not None:
+        width = len(f.mu[0])
+        for i, row in enumerate(f.mu):
+            if len(row) != width:
+                raise _err(label, f"mu[{i}]", f"expected {width} columns like row 0, got {len(row)}")
+        N, per_copy = len(f.mu), width
+        n_src = f"'mu' has {N} row{'s' if N > 1 else ''}"
+        if f.machine_names is not None and len(f.machine_names) != width:
+            raise _err(label, "machine_names", f"expected {width} names (one per column of 'mu'), got "
+                                               f"{len(f.machine_names)}")
     else:
-        gl = data["groups"]
-        if not isinstance(gl, list) or not gl:
-            raise ScenarioError(f"{label}: field 'groups': expected a list of [[groups]] tables")
-        groups = []
-        for k, g in enumerate(gl):
-            where = f"groups[{k}]."
-            if not isinstance(g, dict):
-                raise ScenarioError(f"{label}: field 'groups[{k}]': expected a table, got {g!r}")
-            _unknown(label, where, set(g), _GROUP_KEYS)
-            name = str(_need(label, g, "name", where))
-            count = g.get("count", 1)
-            if "power" in g:
-                if base_time is None:
-                    raise ScenarioError(f"{label}: field {where}'power' needs a top-level 'base_time' list")
-                bt = _vec_or_raise(label, "base_time", base_time)
-                if any(b <= 0 for b in bt):
-                    raise ScenarioError(f"{label}: field 'base_time': must be > 0, got {bt}")
-                mu_g = tuple(float(g["power"]) / b for b in bt)
-            else:
-                mu_g = _need(label, g, "mu", where)
-                if not isinstance(mu_g, list):
-                    raise ScenarioError(f"{label}: field {where}'mu': expected a list of rates, got {mu_g!r}")
-            chain = None
-            if "cpu_chain" in g:
-                chain = CpuChain(tuple(tuple(r) for r in g["cpu_chain"]))
-            groups.append(
-                MachineGroup(
-                    name, count, mu_g, cpu_chain=chain,
-                    weibull_shape=g.get("weibull_shape"), weibull_scale=g.get("weibull_scale"),
-                )
-            )
-    if "power_random" in data:
-        groups = _random_powers(label, data["power_random"], groups, base_time)
-    replicate = data.get("replicate", 1)
-    if not isinstance(replicate, int) or isinstance(replicate, bool) or replicate < 1:
-        raise ScenarioError(f"{label}: field 'replicate': expected a positive integer, got {replicate!r}")
-    per_copy = sum(g.count for g in groups)
-    if replicate > 1:
-        groups = [
-            MachineGroup(f"{g.name}.{r + 1}", g.count, g.mu, g.cpu_chain, g.weibull_shape, g.weibull_scale)
-            for r in range(replicate)
-            for g in groups
-        ]
-    M = sum(g.count for g in groups)
-
-    # --- arrivals -----------------------------------------------------------
-    alpha, alpha_matrix, arr_name = _arrivals(label, data, arrivals, M)
-    if data.get("alpha_per_machine") == "uniform":
-        alpha_matrix = tuple(tuple(a / M for _ in range(M)) for a in alpha)
-    elif "alpha_per_machine" in data:
-        raise ScenarioError(f"{label}: field 'alpha_per_machine': expected 'uniform', got {data['alpha_per_machine']!r}")
-
-    # --- cases: failures and availabilities ---------------------------------
-    failures = None
-    if "failures" in data:
-        f = data["failures"]
-        _unknown(label, "failures.", set(f), _FAIL_KEYS)
-        failures = Failures(
-            rate=f.get("rate", 0.0), mean_down=_need(label, f, "mean_down", "failures."),
-            up_dist=f.get("up_dist", "exp"), down_dist=f.get("down_dist", "exp"), scv=f.get("scv", 5.0),
-        )
-    availability = _availability(label, "availability", data.get("availability"), per_copy, replicate)
-    cases = data.get("cases", [])
-    if case is not None:
-        chosen = [
-            c for c in cases
-            if int(c.get("case", -1)) == case and c.get("arrivals", arr_name) in (arr_name, "*")
-        ]
-        if not chosen:
-            avail = sorted({int(c["case"]) for c in cases if c.get("arrivals", arr_name) in (arr_name, "*")})
-            raise ScenarioError(
-                f"{label}: no case {case} for arrivals {arr_name!r}; available cases: {avail or 'none'}"
-            )
-        c = chosen[0]
-        _unknown(label, f"cases[{case}].", set(c), _CASE_KEYS)
-        rate = c.get("failure_rate", 0)
-        if rate:
-            failures = Failures(
-                rate=rate, mean_down=_need(label, c, "mean_fault", f"cases[{case}]."),
-                up_dist=c.get("up_dist", "exp"), down_dist=c.get("down_dist", "exp"), scv=c.get("scv", 5.0),
-            )
+        sized = [(k, len(g.mu)) for k, g in enumerate(f.groups) if g.mu is not None]
+        if sized:
+            N = sized[0][1]
+            n_src = f"groups[{sized[0][0]}].mu has {N}"
+        elif f.base_time is not None:
+            N = len(f.base_time)
+            n_src = f"'base_time' has {N}"
         else:
-            failures = None
-        if "availability" in c:
-            availability = _availability(label, f"cases[{case}].availability", c["availability"], per_copy, replicate)
-    else:
-        # Without --case, a scenario with cases loads the lowest case of its variant.
-        mine = [int(c["case"]) for c in cases if c.get("arrivals", arr_name) in (arr_name, "*")]
-        if mine:
-            return _build(data, label, arrivals, min(mine))
+            raise _err(label, "groups[0].power", "needs a top-level 'base_time' list (mu = power / base_time)")
+        for k, g in enumerate(f.groups):
+            if g.mu is not None and len(g.mu) != N:
+                raise _err(label, f"groups[{k}].mu", f"expected {N} rates (one per class; {n_src}), got {len(g.mu)}")
+            if g.power is not None and f.base_time is None:
+                raise _err(label, f"groups[{k}].power", "needs a top-level 'base_time' list (mu = power / base_time)")
+        per_copy = sum(g.count for g in f.groups)
+        names = [g.name for g in f.groups]
+        for k, n in enumerate(names):
+            if n in names[:k]:
+                raise _err(label, f"groups[{k}].name", f"group names must be unique, got {n!r} twice")
+    if f.base_time is not None and len(f.base_time) != N:
+        raise _err(label, "base_time", f"expected {N} base times (one per class; {n_src}), got {len(f.base_time)}")
+    if f.power_random is not None and f.base_time is None:
+        raise _err(label, "power_random", "needs a top-level 'base_time' list")
+    M = per_copy * f.replicate
+    where_m = "replicate" if f.replicate > 1 else ("mu" if f.mu is not None else "groups")
+    if M > MAX_MACHINES:
+        raise _err(label, where_m, f"{M:,} machines in all exceed the limit of {MAX_MACHINES:,}")
+    if N * M > MAX_CELLS:
+        raise _err(label, where_m, f"N x M = {N:,} x {M:,} = {N * M:,} rates exceed the limit of {MAX_CELLS:,}")
+    if f.class_names is not None and len(f.class_names) != N:
+        raise _err(label, "class_names", f"expected {N} names (one per class; {n_src}), got {len(f.class_names)}")
 
-    meta = dict(data.get("meta", {}))
-    meta.update({"arrivals": arr_name, "case": case, "replicate": replicate})
-    exec_dist = data.get("exec_dist", "exp")
-    return System(
-        id=sid,
-        title=str(data.get("title", "")),
-        source=str(data.get("source", "")),
-        alpha=alpha,
-        groups=tuple(groups),
-        availability=availability,
-        failures=failures,
-        exec_dist=exec_dist,
-        alpha_matrix=alpha_matrix,
-        class_names=tuple(data["class_names"]) if "class_names" in data else None,
-        meta=meta,
-    )
+    # --- arrival rates: every variant checked, the chosen one used -------------
+    variants = f.arrivals.variants() if f.arrivals is not None else {}
+    for name, val in variants.items():
+        _check_rates(label, f"arrivals.{name}", val, N, M, n_src)
+    if f.alpha is not None and len(f.alpha) != N:
+        raise _err(label, "alpha", f"expected {N} arrival rates (one per class; {n_src}), got {len(f.alpha)}")
+    if f.alpha_matrix is not None:
+        _check_rates(label, "alpha_matrix", f.alpha_matrix, N, M, n_src)
+    if f.alpha_per_machine is not None and f.alpha is None:
+        raise _err(label, "alpha_per_machine", "needs a top-level 'alpha' vector")
 
+    # --- failures, availabilities, cases: all checked --------------------------
+    weibull = (f.failures is not None and f.failures.up_dist == "weibull") or any(
+        c.up_dist == "weibull" and c.failure_rate > 0 for c in f.cases)
+    if weibull and f.groups is not None:
+        for k, g in enumerate(f.groups):
+            if g.weibull_shape is None:
+                raise _err(label, f"groups[{k}].weibull_shape",
+                           "missing; up_dist = 'weibull' needs weibull_shape and weibull_scale on every group")
+    if weibull and f.mu is not None:
+        raise _err(label, "failures.up_dist", "'weibull' needs [[groups]] with weibull_shape and weibull_scale")
+    if f.failures is not None and f.failures.up_dist != "weibull" and f.failures.rate == 0:
+        raise _err(label, "failures.rate", "must be > 0 (or up_dist = 'weibull'), got 0")
+    if f.availability is not None:
+        _availability(label, "availability", f.availability, per_copy, f.replicate)
+    seen: dict[tuple, int] = {}
+    for k, c in enumerate(f.cases):
+        if c.arrivals not in (None, "*") and c.arrivals not in variants:
+            avail = ", ".join(variants) or "none (no [arrivals] table)"
+            raise _err(label, f"cases[{k}].arrivals", f"names no arrival variant, got {c.arrivals!r}; variants: {avail}")
+        key = (c.arrivals, c.case)
+        if key in seen:
+            raise _err(label, f"cases[{k}].case", f"case {c.case} given twice (also cases[{seen[key]}])")
+        seen[key] = k
+        if c.availability is not None:
+            _availability(label, f"cases[{k}].availability", c.availability, per_copy, f.replicate)
 
-def _vec_or_raise(label: str, where: str, x: Any) -> tuple[float, ...]:
-    if not isinstance(x, list):
-        raise ScenarioError(f"{label}: field {where!r}: expected a list of numbers, got {x!r}")
-    out = []
-    for k, v in enumerate(x):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ScenarioError(f"{label}: field '{where}[{k}]': expected a number, got {v!r}")
-        out.append(float(v))
-    return tuple(out)
-
-
-def _arrivals(label: str, data: dict, arrivals: str | None, M: int):
-    """Resolve (alpha vector, alpha matrix or None, variant name)."""
-    if "arrivals" in data:
-        table = data["arrivals"]
-        names = [k for k in table if k != "default"]
-        name = arrivals or table.get("default") or names[0]
-        if name not in names:
-            raise ScenarioError(f"{label}: unknown arrivals variant {name!r}; available: {', '.join(names)}")
-        val = table[name]
+    arr_name = None
+    if f.arrivals is not None:
+        names = list(variants)
+        arr_name = arrivals or f.arrivals.default or names[0]
+        if arr_name not in variants:
+            raise ScenarioError(f"{label}: unknown arrivals variant {arr_name!r}; available: {', '.join(names)}")
+        alpha, alpha_matrix = _alpha_of(variants[arr_name])
     else:
         if arrivals is not None:
             raise ScenarioError(f"{label}: this scenario has no arrival variants (got --arrivals {arrivals!r})")
-        name = None
-        if "alpha_matrix" in data:
-            val = data["alpha_matrix"]
+        if f.alpha_matrix is not None:
+            a_m = _alpha_of(f.alpha_matrix)
+            alpha, alpha_matrix = (tuple(f.alpha) if f.alpha is not None else a_m[0]), a_m[1]
         else:
-            val = _need(label, data, "alpha")
-    where = f"arrivals.{name}" if name else ("alpha_matrix" if "alpha_matrix" in data and "alpha" not in data else "alpha")
-    if isinstance(val, list) and val and all(isinstance(r, list) for r in val):
-        rows = [_vec_or_raise(label, f"{where}[{i}]", r) for i, r in enumerate(val)]
-        for i, r in enumerate(rows):
-            if len(r) != M:
-                raise ScenarioError(f"{label}: field '{where}[{i}]': expected {M} per-machine rates, got {len(r)}")
-        alpha = tuple(float(sum(r)) for r in rows)
-        return alpha, tuple(rows), name
-    return _vec_or_raise(label, where, val), None, name
+            alpha, alpha_matrix = tuple(f.alpha), None
+    if f.alpha_per_machine == "uniform":
+        alpha_matrix = tuple(tuple(a / M for _ in range(M)) for a in alpha)
+
+    mine = [c for c in f.cases if c.arrivals in (None, "*", arr_name)]
+    chosen = None
+    if case is not None:
+        chosen = next((c for c in mine if c.case == case), None)
+        if chosen is None:
+            avail_cases = sorted({c.case for c in mine})
+            raise ScenarioError(
+                f"{label}: no case {case} for arrivals {arr_name!r}; available cases: {avail_cases or 'none'}"
+            )
+    elif mine:  # without --case, a scenario with cases loads the lowest case of its variant
+        chosen = min(mine, key=lambda c: c.case)
+        case = chosen.case
+
+    failures = None
+    if f.failures is not None:
+        ff = f.failures
+        failures = Failures(rate=ff.rate, mean_down=ff.mean_down, up_dist=ff.up_dist, down_dist=ff.down_dist,
+                            scv=ff.scv)
+    availability = _availability(label, "availability", f.availability, per_copy, f.replicate)
+    if chosen is not None:
+        if chosen.failure_rate > 0:
+            failures = Failures(rate=chosen.failure_rate, mean_down=chosen.mean_fault, up_dist=chosen.up_dist,
+                                down_dist=chosen.down_dist, scv=chosen.scv)
+        else:
+            failures = None
+        if chosen.availability is not None:
+            availability = _availability(label, "cases[].availability", chosen.availability, per_copy, f.replicate)
+
+    # --- machines --------------------------------------------------------------
+    if f.mu is not None:
+        names = f.machine_names or [f"m{j + 1}" for j in range(per_copy)]
+        groups = [MachineGroup(names[j], 1, tuple(row[j] for row in f.mu)) for j in range(per_copy)]
+    else:
+        bt = np.asarray(f.base_time, dtype=float) if f.base_time is not None else None
+        groups = []
+        for k, g in enumerate(f.groups):
+            if g.power is not None:
+                mu_g = g.power / bt
+                _rate_range(label, f"groups[{k}].power", mu_g, f"power / base_time = {g.power:g} / base_time")
+                mu_g = tuple(mu_g.tolist())
+            else:
+                mu_g = tuple(g.mu)
+            chain = CpuChain(tuple(tuple(r) for r in g.cpu_chain)) if g.cpu_chain is not None else None
+            groups.append(MachineGroup(g.name, g.count, mu_g, cpu_chain=chain,
+                                       weibull_shape=g.weibull_shape, weibull_scale=g.weibull_scale))
+    if f.power_random is not None:
+        groups = _random_powers(label, f.power_random, groups, f.base_time)
+    if f.replicate > 1:
+        groups = [
+            MachineGroup(f"{g.name}.{r + 1}", g.count, g.mu, g.cpu_chain, g.weibull_shape, g.weibull_scale)
+            for r in range(f.replicate)
+            for g in groups
+        ]
+
+    meta = f.meta.model_dump(exclude_none=True)
+    meta.update({"arrivals": arr_name, "case": case, "replicate": f.replicate})
+    return System(
+        id=f.id, title=f.title, source=f.source, alpha=alpha, groups=tuple(groups), availability=availability,
+        failures=failures, exec_dist=f.exec_dist, alpha_matrix=alpha_matrix,
+        class_names=tuple(f.class_names) if f.class_names is not None else None, meta=meta,
+    )
 
 
-def _availability(label: str, where: str, spec: Any, per_copy: int, replicate: int) -> tuple[float, ...] | None:
+def _rate_range(label: str, path: str, v: np.ndarray, what: str) -> None:
+    bad = np.flatnonzero(~((v >= MIN_RATE) & (v <= MAX_RATE)))
+    if bad.size:
+        i = int(bad[0])
+        raise _err(label, path, f"{what}[{i}] = {v[i]:.6g} is outside the rate range [{MIN_RATE:g}, {MAX_RATE:g}]")
+
+
+def _check_rates(label: str, path: str, val: list, N: int, M: int, n_src: str) -> None:
+    """A vector of N class rates, or an N x M per-machine matrix whose rows are not all 0."""
+    if val and isinstance(val[0], list):
+        if len(val) != N:
+            raise _err(label, path, f"expected {N} rows (one per class; {n_src}), got {len(val)}")
+        for i, row in enumerate(val):
+            if len(row) != M:
+                raise _err(label, f"{path}[{i}]", f"expected {M} per-machine rates, got {len(row)}")
+            s = sum(row)
+            if not s > 0:
+                raise _err(label, f"{path}[{i}]", f"class {i + 1} gets no arrivals (row sums to 0)")
+            if s > MAX_RATE:
+                raise _err(label, f"{path}[{i}]", f"total rate {s:.6g} exceeds the limit {MAX_RATE:g}")
+    elif len(val) != N:
+        raise _err(label, path, f"expected {N} arrival rates (one per class; {n_src}), got {len(val)}")
+
+
+def _alpha_of(val: list) -> tuple[tuple[float, ...], tuple[tuple[float, ...], ...] | None]:
+    if val and isinstance(val[0], list):
+        rows = tuple(tuple(float(x) for x in r) for r in val)
+        return tuple(float(sum(r)) for r in rows), rows
+    return tuple(float(x) for x in val), None
+
+
+def _availability(label: str, path: str, spec: list | None, per_copy: int, replicate: int) -> tuple[float, ...] | None:
     """``[{machines=[...], a=...}, ...]`` with 1-based machine numbers within one copy."""
     if spec is None:
         return None
-    if not isinstance(spec, list):
-        raise ScenarioError(f"{label}: field {where!r}: expected a list of {{machines=[...], a=...}}, got {spec!r}")
     a = np.ones(per_copy)
     for k, item in enumerate(spec):
-        if not isinstance(item, dict) or set(item) != {"machines", "a"}:
-            raise ScenarioError(f"{label}: field '{where}[{k}]': expected {{machines=[...], a=...}}, got {item!r}")
-        val = item["a"]
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or not 0 <= val <= 1:
-            raise ScenarioError(f"{label}: field '{where}[{k}].a': availability must lie in [0, 1], got {val!r}")
-        for m in item["machines"]:
-            if not isinstance(m, int) or not 1 <= m <= per_copy:
-                raise ScenarioError(
-                    f"{label}: field '{where}[{k}].machines': machine numbers run 1..{per_copy}, got {m!r}"
-                )
-            a[m - 1] = val
+        for m, num in enumerate(item.machines):
+            if num > per_copy:
+                raise _err(label, f"{path}[{k}].machines[{m}]", f"machine numbers run 1..{per_copy}, got {num}")
+        a[np.asarray(item.machines) - 1] = item.a
     return tuple(np.tile(a, replicate).tolist())
 
 
-def _random_powers(label: str, spec: dict, groups: list[MachineGroup], base_time) -> list[MachineGroup]:
+def _random_powers(label: str, spec: "_schema.PowerRandom", groups: list[MachineGroup], base_time) -> list[MachineGroup]:
     """Systems 3.G2/4.B2: every machine draws a power per class from ``values``.
 
     Each declared group becomes ``count`` single machines that keep the group's
     CPU chain and Weibull parameters; the draw depends only on ``seed``.
     """
-    if base_time is None:
-        raise ScenarioError(f"{label}: field 'power_random' needs a top-level 'base_time' list")
-    values = np.asarray(_vec_or_raise(label, "power_random.values", spec.get("values")))
-    seed = spec.get("seed")
-    if not isinstance(seed, int):
-        raise ScenarioError(f"{label}: field 'power_random.seed': expected an integer, got {seed!r}")
+    values = np.asarray(spec.values, dtype=float)
     bt = np.asarray(base_time, dtype=float)
-    rng = np.random.default_rng(seed)
+    for v in range(len(values)):
+        _rate_range(label, f"power_random.values[{v}]", values[v] / bt, f"{values[v]:g} / base_time")
+    rng = np.random.default_rng(spec.seed)
     out = []
     for g in groups:
         for r in range(g.count):
