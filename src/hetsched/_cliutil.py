@@ -1,17 +1,39 @@
-"""Shared helpers for command-line modules: error handling and output.
+"""Shared helpers for command-line modules: argument checks, error handling, output.
 
-Every command body runs inside :func:`guard`, which turns a
-:class:`~hetsched.errors.HetschedError` into one line on stderr and exit code 2
-(never a traceback). Heavy imports (numba kernels, solvers) belong inside the
-command functions so that ``hetsched --help`` stays fast.
+What a user gets for bad input (docs/input-validation.md): one line on stderr,
+``error: ...`` naming the option or the file and field with the bad value, and
+exit code 2 -- never a traceback, a hang or a silent wrong answer.
+
+* **Arguments** are checked by the callbacks below before a command runs:
+  :func:`finite_float` / :func:`positive_float` (NaN and inf refused, ranges),
+  :func:`bounded_int` / :func:`nonneg_int` (a stated cap), :func:`seed_int`
+  (``[0, 2**63)``) and :func:`choice` (case-insensitive, lists the valid names).
+  Use them as ``typer.Option(..., callback=positive_float(max=1e12))``.
+* **Resource limits**: :data:`MAX_REPS`, :data:`MAX_HORIZON` and
+  :func:`check_event_budget` (replications x horizon x event rate) refuse a run
+  up front with the estimate.
+* **Errors**: every command body runs inside :func:`guard`, which turns a
+  :class:`~hetsched.errors.HetschedError` into one line and exit 2, and also the
+  known resource categories (``MemoryError`` -> "out of memory: ...",
+  ``RecursionError``, ``OSError`` with its path). Any other exception is a bug:
+  one line ``internal error: ...`` with exit code 70 (and the real traceback
+  with ``HETSCHED_DEBUG=1``). numpy ``RuntimeWarning`` s are not printed.
+* :func:`run` runs the typer app so that usage errors (unknown option, a value
+  click cannot parse) are one line and exit 2 as well.
+
+Heavy imports (numba kernels, solvers) belong inside the command functions so
+that ``hetsched --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
+import os
 import sys
-from typing import Any, Callable, TypeVar
+import warnings
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import typer
 
@@ -20,28 +42,274 @@ from .errors import HetschedError
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USAGE = 2
+EXIT_BUG = 70  # EX_SOFTWARE: an exception hetsched does not expect (a bug)
+
+# Resource limits of a run (docs/input-validation.md)
+MAX_REPS = 10_000
+MAX_HORIZON = 1e12
+MAX_WORKERS = 1_024
+MAX_EVENTS = 2e10  # estimated events of one command (about an hour at ~5e6 events/s)
+SEED_MAX = 2**63 - 1
+
+
+def debug() -> bool:
+    return os.environ.get("HETSCHED_DEBUG", "") not in ("", "0")
 
 
 def fail(message: str) -> None:
     """Print one clear error line and exit with code 2."""
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {_one_line(message)}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
+def _one_line(message: str, limit: int = 2000) -> str:
+    s = " ".join(str(message).split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _describe_oserror(exc: OSError) -> str:
+    where = exc.filename if exc.filename is not None else ""
+    what = exc.strerror or type(exc).__name__
+    if where != "":
+        return f"{where}: {what}"
+    return f"{what} ({type(exc).__name__})"
+
+
 def guard(fn: F) -> F:
-    """Decorator: user errors become one line and exit code 2."""
+    """Decorator: user errors and resource failures become one line and exit code 2."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except HetschedError as exc:
-            fail(str(exc))
-        except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)
-            raise typer.Exit(130)
+        with warnings.catch_warnings():
+            if not debug():
+                # numpy's divide/overflow/invalid warnings say nothing a user can act on
+                warnings.simplefilter("ignore", RuntimeWarning)
+            try:
+                return fn(*args, **kwargs)
+            except HetschedError as exc:
+                fail(str(exc))
+            except (typer.Exit, typer.Abort):
+                raise
+            except KeyboardInterrupt:
+                typer.echo("interrupted", err=True)
+                raise typer.Exit(130)
+            except MemoryError:
+                if debug():
+                    raise
+                fail("out of memory: the input needs more memory than this machine has; reduce its size "
+                     "(limits: docs/input-validation.md)")
+            except RecursionError:
+                if debug():
+                    raise
+                fail("input nested too deeply (Python's recursion limit)")
+            except OSError as exc:
+                if debug():
+                    raise
+                fail(_describe_oserror(exc))
+            except Exception as exc:  # noqa: BLE001 - a bug: say so, in one line
+                if debug():
+                    raise
+                _bug(exc)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _bug(exc: BaseException) -> None:
+    typer.echo(
+        f"internal error: {type(exc).__name__}: {_one_line(str(exc), 300)} -- a bug in hetsched; "
+        "run again with HETSCHED_DEBUG=1 for the traceback and report it",
+        err=True,
+    )
+    raise typer.Exit(EXIT_BUG)
+
+
+# ---------------------------------------------------------------------------
+# argument checks (typer/click callbacks)
+
+
+def _bad(msg: str) -> typer.BadParameter:
+    return typer.BadParameter(msg)
+
+
+def check_float(value: Any, name: str, lo: float | None = None, hi: float | None = None, *,
+                lo_open: bool = False, hi_open: bool = False) -> float:
+    """A finite float within ``[lo, hi]`` (open ends with ``lo_open``/``hi_open``); else :class:`HetschedError`."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise HetschedError(f"{name}: expected a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise HetschedError(f"{name}: expected a finite number, got {value!r}")
+    if lo is not None and (v <= lo if lo_open else v < lo) or hi is not None and (v >= hi if hi_open else v > hi):
+        raise HetschedError(f"{name}: must be {_range_text(lo, hi, lo_open, hi_open)}, got {value!r}")
+    return v
+
+
+def check_int(value: Any, name: str, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer within ``[lo, hi]`` (``"1e3"`` and ``3.0`` are read as integers); else :class:`HetschedError`."""
+    v: Any = value
+    if isinstance(v, bool):
+        raise HetschedError(f"{name}: expected an integer, got {value!r}")
+    if isinstance(v, str):
+        s = v.strip()
+        try:
+            v = int(s)
+        except ValueError:
+            try:
+                f = float(s)
+            except ValueError:
+                raise HetschedError(f"{name}: expected an integer, got {value!r}") from None
+            v = f
+    if isinstance(v, float):
+        if not math.isfinite(v) or v != int(v):
+            raise HetschedError(f"{name}: expected an integer, got {value!r}")
+        v = int(v)
+    if not isinstance(v, int):
+        raise HetschedError(f"{name}: expected an integer, got {value!r}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        shown = v if abs(v) < 10**30 else f"an integer of {len(str(abs(v)))} digits"
+        raise HetschedError(f"{name}: must be {_range_text(lo, hi)}, got {shown}")
+    return v
+
+
+def _range_text(lo: Any, hi: Any, lo_open: bool = False, hi_open: bool = False) -> str:
+    def fmt(x: Any) -> str:
+        return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+
+    parts = []
+    if lo is not None:
+        parts.append(f"{'>' if lo_open else '>='} {fmt(lo)}")
+    if hi is not None:
+        parts.append(f"{'<' if hi_open else '<='} {fmt(hi)}")
+    return " and ".join(parts)
+
+
+def _option_name(param: Any) -> str:
+    opts = getattr(param, "opts", None) or []
+    longest = max(opts, key=len) if opts else getattr(param, "name", "value")
+    return longest
+
+
+def _callback(check: Callable[[Any, str], Any]) -> Callable:
+    def cb(ctx: Any, param: Any, value: Any) -> Any:
+        if value is None or getattr(ctx, "resilient_parsing", False):
+            return value
+        name = _option_name(param)
+        try:
+            if isinstance(value, (list, tuple)):
+                return type(value)(check(v, name) for v in value)
+            return check(value, name)
+        except HetschedError as exc:
+            raise _bad(str(exc).removeprefix(f"{name}: ")) from None
+
+    return cb
+
+
+def finite_float(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
+                 hi_open: bool = False) -> Callable:
+    """Callback: a finite float in the range (NaN, inf refused)."""
+    return _callback(lambda v, n: check_float(v, n, lo, hi, lo_open=lo_open, hi_open=hi_open))
+
+
+def positive_float(max: float = MAX_HORIZON) -> Callable:  # noqa: A002 - reads like the math
+    """Callback: a finite float ``0 < v <= max``."""
+    return finite_float(0.0, max, lo_open=True)
+
+
+def bounded_int(lo: int, hi: int) -> Callable:
+    """Callback: an integer in ``[lo, hi]`` (the cap is part of the message)."""
+    return _callback(lambda v, n: check_int(v, n, lo, hi))
+
+
+def nonneg_int(max: int) -> Callable:  # noqa: A002
+    """Callback: an integer in ``[0, max]``."""
+    return bounded_int(0, max)
+
+
+def seed_int() -> Callable:
+    """Callback: a seed of ``numpy.random.SeedSequence`` in ``[0, 2**63)``."""
+    return bounded_int(0, SEED_MAX)
+
+
+def check_choice(value: Any, name: str, names: Sequence[str]) -> str:
+    """``value`` matched case-insensitively against ``names``; the message lists them."""
+    s = str(value).strip().lower()
+    for n in names:
+        if n.lower() == s:
+            return n
+    raise HetschedError(f"{name}: expected one of {', '.join(names)}, got {value!r}")
+
+
+def choice(names: Iterable[str]) -> Callable:
+    """Callback: one of ``names`` (case-insensitive), returned in its canonical spelling."""
+    names = tuple(names)
+    return _callback(lambda v, n: check_choice(v, n, names))
+
+
+def check_event_budget(events: float, what: str, limit: float = MAX_EVENTS) -> None:
+    """Refuse a run whose estimated number of events exceeds ``limit`` (message gives the estimate)."""
+    if not math.isfinite(events) or events > limit:
+        raise HetschedError(
+            f"{what}: about {events:.3g} events estimated, over the limit of {limit:.3g} "
+            "(lower --reps or --horizon; limits: docs/input-validation.md)"
+        )
+
+
+def estimated_events(total_rate: float, horizon: float, reps: int) -> float:
+    """Events of ``reps`` replications of ``horizon`` time units: 2 per task (arrival, completion)."""
+    return 2.0 * float(total_rate) * float(horizon) * int(reps)
+
+
+# ---------------------------------------------------------------------------
+# running the app and printing
+
+
+def _click_classes(name: str) -> tuple[type, ...]:
+    """``name`` from click and from the copy of click that newer typer versions vendor."""
+    import importlib
+
+    out = []
+    for modname in ("click.exceptions", "typer._click.exceptions", "typer.exceptions"):
+        try:
+            cls = getattr(importlib.import_module(modname), name, None)
+        except ImportError:
+            continue
+        if isinstance(cls, type) and cls not in out:
+            out.append(cls)
+    return tuple(out)
+
+
+def run(app: Any, argv: Sequence[str] | None = None) -> int:
+    """Run a typer app; usage errors are one line and exit 2. Returns the exit code."""
+    command = typer.main.get_command(app)
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        rv = command.main(args=args, prog_name="hetsched", standalone_mode=False)
+    except _click_classes("Exit") as exc:
+        return int(getattr(exc, "exit_code", 0))
+    except _click_classes("NoArgsIsHelpError") as exc:
+        ctx = getattr(exc, "ctx", None)
+        typer.echo(ctx.get_help() if ctx is not None else str(exc))
+        return EXIT_USAGE
+    except _click_classes("UsageError") as exc:
+        ctx = getattr(exc, "ctx", None)
+        where = f" {ctx.command_path.removeprefix('hetsched').strip()}".rstrip() if ctx is not None else ""
+        typer.echo(f"error: {_one_line(exc.format_message())} (see hetsched{where} --help)", err=True)
+        return EXIT_USAGE
+    except _click_classes("ClickException") as exc:
+        typer.echo(f"error: {_one_line(exc.format_message())}", err=True)
+        return int(getattr(exc, "exit_code", 1))
+    except _click_classes("Abort") + (KeyboardInterrupt,):
+        typer.echo("interrupted", err=True)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - raised outside any guarded command
+        if debug():
+            raise
+        try:
+            _bug(exc)
+        except typer.Exit as e:
+            return e.exit_code
+    return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 
 def emit_json(obj: Any) -> None:

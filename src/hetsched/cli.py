@@ -14,7 +14,7 @@ from typing import Optional
 
 import typer
 
-from ._cliutil import emit_json, guard
+from ._cliutil import MAX_WORKERS, bounded_int, choice, emit_json, guard, run, seed_int
 
 app = typer.Typer(
     name="hetsched",
@@ -61,10 +61,12 @@ def scenarios_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-r
 @guard
 def lp_cmd(
     scenario: str = typer.Argument(..., help="Scenario id (see `hetsched scenarios`), a path to a .toml file, or 'all'."),
-    solution: str = typer.Option("vertex", "--solution", help="vertex (simplex basic solution) or central (interior point, no crossover)."),
+    solution: str = typer.Option("vertex", "--solution", callback=choice(("vertex", "central")),
+                                 help="vertex (simplex basic solution) or central (interior point, no crossover)."),
     ungrouped: bool = typer.Option(False, "--ungrouped", help="Solve per machine even where the system has groups of identical machines."),
     arrivals: Optional[str] = typer.Option(None, "--arrivals", help="Arrival-rate variant (e.g. alpha2)."),
-    case: Optional[int] = typer.Option(None, "--case", help="Failure/availability case number."),
+    case: Optional[int] = typer.Option(None, "--case", callback=bounded_int(1, 10_000),
+                                       help="Failure/availability case number."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Solve the allocation LP: capacity lambda*, allocation delta*, and what follows from it."""
@@ -94,17 +96,18 @@ def reproduce_cmd(
     list_: bool = typer.Option(False, "--list", help="List the experiment ids."),
     quick: bool = typer.Option(False, "--quick", help="Fewer replications / shorter horizon, same shape."),
     json_out: bool = typer.Option(False, "--json", help="Print {id, rows} as JSON instead of the table."),
-    seed: int = typer.Option(2009, "--seed", help="Seed of the experiment's SeedSequence."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Worker processes (default: all cores)."),
-    backend: str = typer.Option("local", "--backend", help="local or dask."),
+    seed: int = typer.Option(2009, "--seed", callback=seed_int(), help="Seed of the experiment's SeedSequence."),
+    workers: Optional[int] = typer.Option(None, "--workers", callback=bounded_int(1, MAX_WORKERS),
+                                          help="Worker processes (default: all cores)."),
+    backend: str = typer.Option("local", "--backend", callback=choice(("local", "dask")), help="local or dask."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (with --backend dask)."),
     outdir: Path = typer.Option(Path("results"), "--outdir", help="Results go to OUTDIR/ID/."),
     set_: list[str] = typer.Option([], "--set", help="Experiment parameter KEY=VALUE (e.g. reps=10, horizon=5000); "
-                                   "repeatable; values are read as JSON where they parse, else as text."),
+                                   "repeatable; values are read as JSON where they parse, else as text; "
+                                   "an unknown key is refused with the list of valid keys."),
 ) -> None:
     """Run one paper experiment; print it in the paper's layout; write results and plots."""
     from . import experiments
-    from .errors import HetschedError
 
     if list_ or exp_id is None:
         reg = experiments.registry()
@@ -114,10 +117,8 @@ def reproduce_cmd(
             for e in reg.values():
                 typer.echo(f"{e.id:24s} {e.title}  [{e.source}]")
         return
-    if backend not in ("local", "dask"):
-        raise HetschedError(f"--backend: expected 'local' or 'dask', got {backend!r}")
     exp = experiments.get(exp_id)
-    extra = _parse_sets(set_)
+    extra = experiments.parse_sets(exp, set_)
     out = outdir / exp.id
     opts = experiments.RunOptions(
         quick=quick, seed=seed, workers=workers, backend=backend, scheduler=scheduler,
@@ -134,24 +135,6 @@ def reproduce_cmd(
         typer.echo(f"results: {', '.join(str(p) for p in written + list(result.figures))}")
 
 
-def _parse_sets(items: list[str]) -> dict:
-    """``["reps=10", "ks=[2,3]"]`` -> ``{"reps": 10, "ks": [2, 3]}``."""
-    import json
-
-    from .errors import HetschedError
-
-    extra = {}
-    for item in items:
-        key, eq, val = item.partition("=")
-        if not eq or not key.strip():
-            raise HetschedError(f"--set: expected KEY=VALUE, got {item!r}")
-        try:
-            extra[key.strip()] = json.loads(val)
-        except json.JSONDecodeError:
-            extra[key.strip()] = val
-    return extra
-
-
 def _register_engines() -> None:
     for modname in _ENGINE_CLIS:
         try:
@@ -166,8 +149,11 @@ def _register_engines() -> None:
 _register_engines()
 
 
-def main() -> None:
-    app()
+def main(argv: Optional[list[str]] = None) -> None:
+    """Entry point: bad input of any kind is one line on stderr and exit code 2."""
+    import sys
+
+    sys.exit(run(app, argv))
 
 
 if __name__ == "__main__":

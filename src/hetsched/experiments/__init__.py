@@ -6,7 +6,11 @@ experiment module needs no edit here. ``hetsched reproduce ID`` runs one.
 
 Contract for an experiment's ``run(opts)``:
 
-* ``opts`` is a :class:`RunOptions` (quick mode, seed, workers, output folder);
+* ``opts`` is a :class:`RunOptions` (quick mode, seed, workers, output folder,
+  and ``extra``: the ``--set KEY=VALUE`` parameters, already checked against the
+  experiment's declared :class:`Param` s by :func:`parse_sets` -- an unknown key
+  or a bad value is refused before the run, and a given value is applied in
+  ``--quick`` mode too);
 * it returns an :class:`ExperimentResult` whose ``rows`` use the paper's column
   names, whose ``table`` is the text printed in the paper's layout, and whose
   ``figures`` lists the plot files it wrote under ``opts.outdir``;
@@ -26,6 +30,11 @@ from typing import Any, Callable
 from ..errors import HetschedError
 
 __all__ = [
+    "Param",
+    "parse_sets",
+    "sizes",
+    "REPS",
+    "HORIZON",
     "Experiment",
     "ExperimentResult",
     "RunOptions",
@@ -68,11 +77,140 @@ class ExperimentResult:
 
 
 @dataclass(frozen=True)
+class Param:
+    """One ``--set KEY=VALUE`` parameter an experiment accepts.
+
+    ``kind``: ``int``, ``float``, ``bool``, ``str`` or a list of them
+    (``ints``, ``floats``, ``strs``: a JSON list or comma-separated). Numbers
+    must be finite and within ``[lo, hi]`` (``lo`` excluded with ``lo_open``);
+    strings one of ``choices`` when given; ``check`` may refine a value
+    (return it, or raise :class:`HetschedError` with the reason).
+    """
+
+    name: str
+    kind: str
+    help: str = ""
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    choices: tuple[str, ...] | None = None
+    check: Callable[[Any], Any] | None = None
+
+
+_KINDS = ("int", "float", "bool", "str", "ints", "floats", "strs")
+
+REPS = Param("reps", "int", "independent replications", 1, 10_000)
+HORIZON = Param("horizon", "float", "simulated time units per replication", 0.0, 1e12, lo_open=True)
+
+
+@dataclass(frozen=True)
 class Experiment:
     id: str
     title: str
     source: str
     run: Callable[[RunOptions], ExperimentResult]
+    params: tuple[Param, ...] = ()
+
+    def __post_init__(self) -> None:
+        for p in self.params:
+            if p.kind not in _KINDS:  # a programming error in an experiment module
+                raise RuntimeError(f"experiment {self.id!r}: parameter {p.name!r} has unknown kind {p.kind!r}")
+
+
+def _parse_one(exp_id: str, p: Param, text: str) -> Any:
+    name = f"--set {p.name}"
+    raw = text.strip()
+    try:
+        val: Any = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        val = raw
+    if p.kind in ("ints", "floats", "strs"):
+        if isinstance(val, str):
+            items: list[Any] = [s.strip() for s in val.split(",") if s.strip()]
+        elif isinstance(val, list):
+            items = val
+        else:
+            items = [val]
+        if not items:
+            raise HetschedError(f"{name}: expected a list (JSON or comma-separated), got {text!r}")
+        if len(items) > 1000:
+            raise HetschedError(f"{name}: at most 1000 values, got {len(items):,}")
+        return [_scalar(p, p.kind[:-1], f"{name}[{k}]", v) for k, v in enumerate(items)]
+    if p.kind == "str" and not isinstance(val, str):
+        val = raw  # text as given (e.g. a path that happens to parse as a number)
+    return _scalar(p, p.kind, name, val)
+
+
+def _scalar(p: Param, kind: str, name: str, val: Any) -> Any:
+    from .._cliutil import check_choice, check_float, check_int
+
+    if kind == "int":
+        v = check_int(val, name, None if p.lo is None else int(p.lo), None if p.hi is None else int(p.hi))
+    elif kind == "float":
+        if isinstance(val, bool) or isinstance(val, (list, dict)):
+            raise HetschedError(f"{name}: expected a number, got {val!r}")
+        v = check_float(val, name, p.lo, p.hi, lo_open=p.lo_open)
+    elif kind == "bool":
+        s = str(val).strip().lower()
+        if isinstance(val, bool):
+            v = val
+        elif s in ("true", "1", "yes", "on"):
+            v = True
+        elif s in ("false", "0", "no", "off"):
+            v = False
+        else:
+            raise HetschedError(f"{name}: expected true or false, got {val!r}")
+    else:
+        if not isinstance(val, (str, int, float)) or isinstance(val, bool):
+            raise HetschedError(f"{name}: expected a text value, got {val!r}")
+        v = str(val)
+        if len(v) > 4096:
+            raise HetschedError(f"{name}: at most 4096 characters, got {len(v):,}")
+        if p.choices is not None:
+            v = check_choice(v, name, p.choices)
+    if p.check is not None:
+        try:
+            v = p.check(v)
+        except HetschedError as exc:
+            raise HetschedError(f"{name}: {exc}") from None
+    return v
+
+
+def parse_sets(exp: Experiment, items: list[str]) -> dict[str, Any]:
+    """``["reps=10", "ks=[2,3]"]`` -> ``{"reps": 10, "ks": [2, 3]}``, checked against ``exp.params``.
+
+    Values are read as JSON where they parse, else as text; an unknown key is
+    refused with the list of valid keys; a bad value with the key, the expected
+    type or range, and the value.
+    """
+    known = {p.name: p for p in exp.params}
+    valid = ", ".join(known) or "none"
+    extra: dict[str, Any] = {}
+    for item in items:
+        key, eq, val = str(item).partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise HetschedError(f"--set: expected KEY=VALUE, got {item!r} (valid keys for {exp.id}: {valid})")
+        if key not in known:
+            raise HetschedError(f"--set: unknown key {key[:100]!r} for {exp.id}; valid keys: {valid}")
+        extra[key] = _parse_one(exp.id, known[key], val)
+    return extra
+
+
+def sizes(opts: RunOptions, reps: int, horizon: float, qreps: int, qhorizon: float,
+          event_rate: float | None = None) -> tuple[int, float]:
+    """``(reps, horizon)`` of a run: ``--set`` values win (also under ``--quick``), then the
+    quick or full defaults. With ``event_rate`` (events per time unit of one replication,
+    summed over everything the experiment simulates) the run is refused up front when its
+    estimated events exceed :data:`hetsched._cliutil.MAX_EVENTS`.
+    """
+    from .._cliutil import check_event_budget
+
+    r = int(opts.extra.get("reps", qreps if opts.quick else reps))
+    h = float(opts.extra.get("horizon", qhorizon if opts.quick else horizon))
+    if event_rate is not None and ("reps" in opts.extra or "horizon" in opts.extra):
+        check_event_budget(event_rate * h * r, f"--set reps={r} horizon={h:g}")
+    return r, h
 
 
 _REGISTRY: dict[str, Experiment] = {}
@@ -105,7 +243,8 @@ def get(exp_id: str) -> Experiment:
     reg = registry()
     if exp_id not in reg:
         known = ", ".join(reg) or "(none)"
-        raise HetschedError(f"unknown experiment id {exp_id!r}; known ids: {known}")
+        shown = exp_id if len(exp_id) <= 80 else exp_id[:40] + "..."
+        raise HetschedError(f"unknown experiment id {shown!r}; known ids: {known}")
     return reg[exp_id]
 
 

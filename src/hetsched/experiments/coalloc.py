@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import Experiment, ExperimentResult, RunOptions, register
+from . import REPS, Experiment, ExperimentResult, Param, RunOptions, register
 
 POLICY_NAMES = {"local": "Local", "heuristic": "Heuristic", "table": "Optimal"}
 PAPER_LABELS = {"Local": "Local", "Heuristic": "pc1q1>c2q2-Best pack", "Optimal": "Optimal"}
@@ -60,6 +60,25 @@ def _settings(opts: RunOptions) -> dict[str, Any]:
         "beta": float(ex.get("beta", 0.05)),
         "max_starts": int(ex.get("max_starts", 1)),
     }
+
+
+# --set parameters (checked before the run; see experiments.parse_sets)
+_PARAMS = (
+    REPS,
+    Param("completions", "int", "job completions per replication", 1, 100_000_000),
+    Param("delta", "int", "truncation Delta of the MDP used to compute the policy", 2, 300),
+    Param("untruncated", "bool", "simulate unbounded queues"),
+    Param("beta", "float", "discount rate of the MDP", 0.0, 10.0, lo_open=True),
+    Param("max_starts", "int", "co-allocation starts per decision", 1, 1000),
+)
+
+
+def _check_budget(st: dict[str, Any], n_points: int) -> None:
+    from .._cliutil import check_event_budget
+
+    # ~2 events per job; 3 policies per point
+    check_event_budget(2.0 * st["reps"] * st["completions"] * 3 * n_points,
+                       f"--set reps={st['reps']} completions={st['completions']}")
 
 
 def _point(fig: dict[str, Any], xval: float) -> dict[str, float]:
@@ -94,6 +113,7 @@ def _simulate_point(prm: dict[str, float], st: dict[str, Any], opts: RunOptions,
 def _run_fig(exp_id: str, opts: RunOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     fig = FIGS[exp_id]
     st = _settings(opts)
+    _check_budget(st, len(fig["values"]))
     points, rows = [], []
     for xval in fig["values"]:
         prm = _point(fig, xval)
@@ -225,6 +245,6 @@ def _run_fig6(opts: RunOptions) -> ExperimentResult:
 
 for _id in ("coalloc-fig5", "coalloc-fig7", "coalloc-fig8", "coalloc-fig9"):
     register(Experiment(_id, FIGS[_id]["title"].split(": ", 1)[1].capitalize() + " — Local, heuristic, Optimal",
-                        "seed-000 §6, " + FIGS[_id]["title"].split(":")[0], _make_fig_runner(_id)))
+                        "seed-000 §6, " + FIGS[_id]["title"].split(":")[0], _make_fig_runner(_id), params=_PARAMS))
 register(Experiment("coalloc-fig6", "% reduction in average cost by the optimal policy over Local",
-                    "seed-000 §6, Fig. 6", _run_fig6))
+                    "seed-000 §6, Fig. 6", _run_fig6, params=_PARAMS))

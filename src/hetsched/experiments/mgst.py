@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import Experiment, ExperimentResult, RunOptions, register
+from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, register
 
 # 1-based machine numbers with a_j < 1 in the MPD cases (§3.5.1)
 _MPD_HIHI = {4: 0.5, 5: 0.5, 6: 0.5}
@@ -230,4 +230,11 @@ def run(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("mgst", "MGST deployment: LPAS_DG on Dask workers vs simulation (HiHi, LoHi, HiLo, LoLo)",
-                    "Al-Azzoni thesis §3.5.1-§3.5.2, Tables 3.15-3.18", run))
+                    "Al-Azzoni thesis §3.5.1-§3.5.2, Tables 3.15-3.18", run,
+                    params=(REPS, HORIZON,
+                            Param("time_unit", "float", "seconds per time unit", 0.0, 3600.0, lo_open=True),
+                            Param("duration", "float", "time units per run", 0.0, 1e6, lo_open=True),
+                            Param("adapt", "bool", "rate monitoring (recommendations 1-3)"),
+                            Param("slowdown", "float", "true rates = estimates / slowdown", 0.0, 1e3, lo_open=True),
+                            Param("settings", "strs", "settings to run", choices=tuple(SETTINGS)),
+                            Param("processes", "bool", "Dask workers as processes"))))

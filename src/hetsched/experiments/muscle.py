@@ -30,7 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import Experiment, ExperimentResult, RunOptions, register
+from . import Experiment, ExperimentResult, Param, RunOptions, register
+
+_N_JOBS = Param("n_jobs", "int", "jobs per run", 1, 1_000_000)
+_NO_GA = Param("no_ga", "bool", "skip the genetic-algorithm local optimisation")
 
 FIG2_LEVELS = (40, 80, 120, 160, 200)
 FIG3_RANGES = ((10, 42), (14, 38), (18, 34), (22, 30), (26, 26))
@@ -212,10 +215,12 @@ def run_swf(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("muscle-fig2", "MUSCLE vs DLL vs WRAND: MCP and LBF under workload levels",
-                    "seed-002 He et al., Fig. 2, Table 1", run_fig2))
+                    "seed-002 He et al., Fig. 2, Table 1", run_fig2, params=(_N_JOBS, _NO_GA)))
 register(Experiment("muscle-fig2-batch", "Fig. 2 with the level read as a batch size (a round every LEVEL jobs)",
-                    "seed-002 He et al., Fig. 2 (alternative reading)", run_fig2_batch))
+                    "seed-002 He et al., Fig. 2 (alternative reading)", run_fig2_batch,
+                    params=(_N_JOBS, _NO_GA, Param("load", "float", "offered load", 0.0, 10.0, lo_open=True))))
 register(Experiment("muscle-fig3", "MUSCLE vs DLL vs WRAND: heterogeneity of cluster size",
-                    "seed-002 He et al., Fig. 3", run_fig3))
+                    "seed-002 He et al., Fig. 3", run_fig3, params=(_N_JOBS, _NO_GA)))
 register(Experiment("muscle-swf", "MUSCLE vs DLL vs WRAND on a real SWF log (NASA iPSC/860)",
-                    "seed-002 method on a Parallel Workloads Archive trace", run_swf))
+                    "seed-002 method on a Parallel Workloads Archive trace", run_swf,
+                    params=(_N_JOBS, _NO_GA, Param("swf", "str", "SWF trace file (.swf or .swf.gz)"))))

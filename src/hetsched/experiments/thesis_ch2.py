@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import Experiment, ExperimentResult, RunOptions, register
+from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, register, sizes
 
 # k-bar per system for the KPB column of Table 2.1 (the thesis does not print
 # all of them). The smallest value found stable in 4 x 20,000 runs, or the
@@ -31,10 +31,12 @@ KPB_KBAR: dict[str, int] = {
 TABLE_21_SYSTEMS = tuple(KPB_KBAR)
 
 
-def _sizes(opts: RunOptions) -> tuple[int, float]:
-    if opts.quick:
-        return 5, 2_000.0
-    return int(opts.extra.get("reps", 30)), float(opts.extra.get("horizon", 20_000.0))
+def _sizes(opts: RunOptions, sids, n_policies: int) -> tuple[int, float]:
+    """30 x 20,000 (quick: 5 x 2,000); ``--set reps/horizon`` win in both modes, within the event budget."""
+    from ..scenarios import load
+
+    rate = n_policies * sum(2.0 * float(load(s).alpha_array.sum()) for s in sids)
+    return sizes(opts, 30, 20_000.0, 5, 2_000.0, event_rate=rate)
 
 
 def _cell(res) -> str:
@@ -115,8 +117,8 @@ def _plot(rows: list[dict], path, title: str, group_key: str = "system") -> None
 def run_table_21(opts: RunOptions) -> ExperimentResult:
     from ..scenarios import load
 
-    reps, horizon = _sizes(opts)
     systems = opts.extra.get("systems", TABLE_21_SYSTEMS)
+    reps, horizon = _sizes(opts, systems, 3)
     rows = []
     lines = [
         f"Table 2.1: Comparison of the mapping heuristics - 95% CI of Qbar ({reps} replications x {horizon:g} time units)",
@@ -149,7 +151,7 @@ def run_table_26(opts: RunOptions) -> ExperimentResult:
     from ..lp import allocation_lp
     from ..scenarios import load
 
-    reps, horizon = _sizes(opts)
+    reps, horizon = _sizes(opts, ["2.C2"], 4)
     system = load("2.C2")
     lp = allocation_lp(system)
     M = system.M
@@ -179,7 +181,7 @@ def run_mct_instability(opts: RunOptions) -> ExperimentResult:
     from ..lp import allocation_lp
     from ..scenarios import load
 
-    reps, horizon = _sizes(opts)
+    reps, horizon = _sizes(opts, ["2.1-mct"], 4)
     system = load("2.1-mct")
     lp = allocation_lp(system)
     rows = []
@@ -204,8 +206,10 @@ def run_mct_instability(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-table-2.1", "Comparison of the mapping heuristics (MCT, KPB, LPAS) on Systems 2.A-2.I2",
-                    "Al-Azzoni thesis, Table 2.1 (§2.2.2)", run_table_21))
+                    "Al-Azzoni thesis, Table 2.1 (§2.2.2)", run_table_21,
+                    params=(REPS, HORIZON, Param("systems", "strs", "systems of Table 2.1 to run",
+                                                  choices=TABLE_21_SYSTEMS))))
 register(Experiment("thesis-table-2.6", "LPAS-related heuristics on System 2.C2 with the state-information discount",
-                    "Al-Azzoni thesis, Table 2.6 (§2.3.2)", run_table_26))
+                    "Al-Azzoni thesis, Table 2.6 (§2.3.2)", run_table_26, params=(REPS, HORIZON)))
 register(Experiment("thesis-2.1-mct", "MCT instability (Sharifnia's system) and Guided-LPAS",
-                    "Al-Azzoni thesis, §2.1 and §2.4", run_mct_instability))
+                    "Al-Azzoni thesis, §2.1 and §2.4", run_mct_instability, params=(REPS, HORIZON)))

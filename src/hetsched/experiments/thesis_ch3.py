@@ -14,17 +14,22 @@ from typing import Any
 
 import numpy as np
 
-from . import Experiment, ExperimentResult, RunOptions, register
+from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, register, sizes
 
 THESIS_REPS = 30
 THESIS_HORIZON = 20_000.0
 
 
 def _cfg(opts: RunOptions, reps: int = THESIS_REPS, horizon: float = THESIS_HORIZON,
-         qreps: int = 2, qhorizon: float = 1_000.0) -> tuple[int, float]:
-    reps = int(opts.extra.get("reps", qreps if opts.quick else reps))
-    horizon = float(opts.extra.get("horizon", qhorizon if opts.quick else horizon))
-    return reps, horizon
+         qreps: int = 2, qhorizon: float = 1_000.0, runs: list[tuple] | None = None) -> tuple[int, float]:
+    """``(reps, horizon)``; ``--set`` values win (also under ``--quick``). ``runs``: the
+    ``(scenario, arrivals, case, policies)`` simulated, for the event budget."""
+    rate = None
+    if runs:
+        from ..scenarios import load
+
+        rate = sum(2.0 * float(load(s, arrivals=a, case=c).alpha_array.sum()) * n for s, a, c, n in runs)
+    return sizes(opts, reps, horizon, qreps, qhorizon, event_rate=rate)
 
 
 def _run(system, policy, reps, horizon, opts, **model) -> dict:
@@ -96,7 +101,8 @@ def _policy_table(exp_id: str, title: str, configs: list[dict], policies: list[s
                   keys: list[str], model_for=None, **cfg_kw) -> ExperimentResult:
     from ..scenarios import load
 
-    reps, horizon = _cfg(opts, **cfg_kw)
+    runs = [(c["scenario"], c.get("arrivals"), c.get("case"), len(set(policies) | {"gcmu"})) for c in configs]
+    reps, horizon = _cfg(opts, runs=runs, **cfg_kw)
     rows = []
     for cfg in configs:
         system = load(cfg["scenario"], arrivals=cfg.get("arrivals"), case=cfg.get("case"))
@@ -141,7 +147,7 @@ def _make_table(num: str):
 
 for _num, (_sid, _) in _SYS.items():
     register(Experiment(f"thesis-table-{_num}", f"Desktop grid System {_sid}: FCFS, Gcmu, LPAS_DG",
-                        f"Al-Azzoni thesis §3.4, Table {_num}", _make_table(_num)))
+                        f"Al-Azzoni thesis §3.4, Table {_num}", _make_table(_num), params=(REPS, HORIZON)))
 
 
 def _table_3_11(opts: RunOptions) -> ExperimentResult:
@@ -152,7 +158,7 @@ def _table_3_11(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-table-3.11", "System 3.A with hyperexponential up/down times and 3 execution-time families",
-                    "Al-Azzoni thesis §3.4.2, Table 3.11", _table_3_11))
+                    "Al-Azzoni thesis §3.4.2, Table 3.11", _table_3_11, params=(REPS, HORIZON)))
 
 
 def _table_3_12(opts: RunOptions) -> ExperimentResult:
@@ -163,7 +169,7 @@ def _table_3_12(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-table-3.12", "Large desktop grid System 3.F (100 copies of 3.A)",
-                    "Al-Azzoni thesis §3.4.3, Table 3.12", _table_3_12))
+                    "Al-Azzoni thesis §3.4.3, Table 3.12", _table_3_12, params=(REPS, HORIZON)))
 
 
 def _table_3_14(opts: RunOptions) -> ExperimentResult:
@@ -179,7 +185,7 @@ def _table_3_14(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-table-3.14", "Robust LPAS_DG (central LP solution) on Systems 3.B-3.E",
-                    "Al-Azzoni thesis §3.4.6, Table 3.14", _table_3_14))
+                    "Al-Azzoni thesis §3.4.6, Table 3.14", _table_3_14, params=(REPS, HORIZON)))
 
 
 def _cpuinfo(opts: RunOptions) -> ExperimentResult:
@@ -192,14 +198,14 @@ def _cpuinfo(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-3.4.4", "LPAS_DG with and without CPU-availability estimates (System 3.A, alpha = 0.75 alpha1)",
-                    "Al-Azzoni thesis §3.4.4", _cpuinfo))
+                    "Al-Azzoni thesis §3.4.4", _cpuinfo, params=(REPS, HORIZON)))
 
 
 def _fig_3_4(opts: RunOptions) -> ExperimentResult:
     from ..scenarios import load
 
-    reps, horizon = _cfg(opts, qreps=2, qhorizon=200.0)
     levels = [0.0, 0.5, 1.0] if opts.quick else [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    reps, horizon = _cfg(opts, qreps=2, qhorizon=200.0, runs=[("3.H", None, None, 1 + 2 * len(levels))])
     system = load("3.H")
     g = _run(system, "gcmu", reps, horizon, opts)
     rows = []
@@ -231,17 +237,18 @@ def _fig_3_4(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-fig-3.4", "Inaccurate CPU-availability estimates: LPAS_DG vs robust LPAS_DG (System 3.H)",
-                    "Al-Azzoni thesis §3.4.6, Figure 3.4", _fig_3_4))
+                    "Al-Azzoni thesis §3.4.6, Figure 3.4", _fig_3_4, params=(REPS, HORIZON)))
 
 
 def _make_fig_g(full: bool):
     def run(opts: RunOptions) -> ExperimentResult:
         from ..scenarios import load
 
+        runs = [("3.G1", "alpha1", None, 3), ("3.G2", "alpha1", None, 3), ("3.G2", "alpha2", None, 3)]
         if full:
-            reps, horizon = _cfg(opts, reps=1, horizon=2e9, qreps=1, qhorizon=2e7)
+            reps, horizon = _cfg(opts, reps=1, horizon=2e9, qreps=1, qhorizon=2e7, runs=runs)
         else:
-            reps, horizon = _cfg(opts, reps=5, horizon=2e8, qreps=2, qhorizon=5e5)
+            reps, horizon = _cfg(opts, reps=5, horizon=2e8, qreps=2, qhorizon=5e5, runs=runs)
         rows = []
         for fig, sid, arr in (("3.1", "3.G1", "alpha1"), ("3.2", "3.G2", "alpha1"), ("3.3", "3.G2", "alpha2")):
             system = load(sid, arrivals=arr)
@@ -283,9 +290,9 @@ def _make_fig_g(full: bool):
 
 
 register(Experiment("thesis-fig-3.1-3.3", "Realistic Systems 3.G1/3.G2 (300 machines, Table 3.13), 5 x 2e8 time units",
-                    "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(False)))
+                    "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(False), params=(REPS, HORIZON)))
 register(Experiment("thesis-fig-3.1-3.3-full", "Systems 3.G1/3.G2 for the thesis's 2e9 time units (long)",
-                    "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(True)))
+                    "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(True), params=(REPS, HORIZON)))
 
 
 # ----------------------------------------------------------------------------- which LP solution LPAS_DG uses
@@ -308,6 +315,14 @@ PRINTED_LPAS = {
 PRINTED_CPUINFO_DELTA = {True: 20.51, False: -156.41}
 
 
+def _check_variant(v: str) -> str:
+    from ..errors import HetschedError
+
+    if v in ("groups", "machines", "reverse") or (v.isdigit() and len(v) <= 18):
+        return v
+    raise HetschedError(f"expected groups, machines, reverse or a non-negative integer, got {v!r}")
+
+
 def _variant_model(v: str) -> dict:
     if v in ("groups", "machines"):
         return {"lp_grouping": v}
@@ -318,9 +333,11 @@ def _lp_reading(opts: RunOptions) -> ExperimentResult:
     """LPAS_DG under each reading of "the" optimal solution, against the printed numbers."""
     from ..scenarios import load
 
-    reps, horizon = _cfg(opts, reps=4, horizon=5_000.0, qreps=2, qhorizon=500.0)
-    variants = str(opts.extra.get("variants", "groups,machines")).split(",")
-    only = opts.extra.get("tables")
+    variants = list(opts.extra.get("variants", ["groups", "machines"]))
+    runs = [(sid, arr, case, 1 + len(variants)) for (_t, sid, arr, case, _e) in PRINTED_LPAS]
+    runs.append(("3.A-cpuinfo", None, None, 2 * (1 + len(variants))))
+    reps, horizon = _cfg(opts, reps=4, horizon=5_000.0, qreps=2, qhorizon=500.0, runs=runs)
+    only = ",".join(opts.extra["tables"]) if "tables" in opts.extra else None
     rows = []
     for (tab, sid, arr, case, ex), (g_pr, w_pr) in PRINTED_LPAS.items():
         if only and tab not in str(only).split(","):
@@ -367,4 +384,9 @@ def _lp_reading(opts: RunOptions) -> ExperimentResult:
 
 register(Experiment("thesis-ch3-lp-reading",
                     "Which optimal LP solution LPAS_DG uses: printed LPAS_DG W of Tables 3.3-3.6, 3.11, §3.4.4 vs ours",
-                    "Al-Azzoni thesis §3.3 (end), Tables 3.3-3.6, 3.11, §3.4.4", _lp_reading))
+                    "Al-Azzoni thesis §3.3 (end), Tables 3.3-3.6, 3.11, §3.4.4", _lp_reading,
+                    params=(REPS, HORIZON,
+                            Param("variants", "strs", "LP readings: groups, machines, reverse or an integer "
+                                  "(column order seed)", check=_check_variant),
+                            Param("tables", "strs", "tables to compare",
+                                  choices=tuple(sorted({k[0] for k in PRINTED_LPAS}) + ["3.4.4"])))))

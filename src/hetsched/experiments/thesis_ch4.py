@@ -1,8 +1,8 @@
 """Thesis chapter 4 (decentralized grids): Table 4.1, Figure 4.1, Figures 4.2-4.3.
 
-``opts.extra`` overrides: ``reps``, ``horizon``, ``ks`` (KPB k-bar values of
-Table 4.1), ``levels`` (inaccuracy levels of Figure 4.1), ``loads`` (arrival
-scalings of Figures 4.2-4.3), and any model option of
+``opts.extra`` overrides (``--set``): ``reps``, ``horizon``, ``ks`` (KPB k-bar
+values of Table 4.1), ``levels`` (inaccuracy levels of Figure 4.1), and the
+model options of
 :func:`hetsched.sim.decentral.simulate` (``propagation``, ``include_local``,
 ``tie``, ...).
 """
@@ -11,9 +11,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import Experiment, ExperimentResult, RunOptions, register
+from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, register, sizes
 
 _MODEL_KEYS = ("propagation", "include_local", "tie", "warmup", "max_in_system", "inaccuracy")
+_MODEL_PARAMS = (
+    Param("propagation", "str", "state propagation", choices=("messages", "instant")),
+    Param("include_local", "bool", "always add the origin machine to S"),
+    Param("tie", "str", "ties between equally good machines", choices=("lowest", "random")),
+    Param("warmup", "float", "time deleted from the statistics", 0.0, 1e12),
+    Param("max_in_system", "int", "instability bound on tasks in system", 1, 10**9),
+    Param("inaccuracy", "float", "estimation inaccuracy I (§4.3.2)", 0.0, 0.999999),
+)
+
+
+def _rate(sid: str, n_policies: int) -> float:
+    from ..scenarios import load
+
+    return 2.0 * float(load(sid).alpha_array.sum()) * n_policies
 
 
 def _model_opts(opts: RunOptions) -> dict[str, Any]:
@@ -37,9 +51,8 @@ def _fmt(x, nd=4):
 def table_4_1(opts: RunOptions) -> ExperimentResult:
     from ..scenarios import load
 
-    reps = int(opts.extra.get("reps", 4 if opts.quick else 30))
-    horizon = float(opts.extra.get("horizon", 5_000.0 if opts.quick else 200_000.0))
     ks = [int(k) for k in opts.extra.get("ks", [2, 3] if opts.quick else [2, 3, 4, 5])]
+    reps, horizon = sizes(opts, 30, 200_000.0, 4, 5_000.0, event_rate=_rate("4.A", 2 + len(ks)))
     s = load("4.A")
     runs = [("MCT", "mct", None)] + [(f"KPB (k={k})", "kpb", k) for k in ks] + [("LPAS_dec", "lpas-dec", None)]
     rows = []
@@ -84,10 +97,9 @@ def fig_4_1(opts: RunOptions) -> ExperimentResult:
 
     from ..scenarios import load
 
-    reps = int(opts.extra.get("reps", 3 if opts.quick else 30))
-    horizon = float(opts.extra.get("horizon", 4_000.0 if opts.quick else 200_000.0))
     levels = [float(x) for x in opts.extra.get("levels", [0.0, 0.4, 0.8] if opts.quick
                                                else [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])]
+    reps, horizon = sizes(opts, 30, 200_000.0, 3, 4_000.0, event_rate=_rate("4.A", 2 * len(levels)))
     s = load("4.A")
     rows = []
     for I in levels:
@@ -135,8 +147,7 @@ def fig_4_2_4_3(opts: RunOptions) -> ExperimentResult:
 
     from ..scenarios import load
 
-    reps = int(opts.extra.get("reps", 2 if opts.quick else 5))
-    horizon = float(opts.extra.get("horizon", 2e6 if opts.quick else 2e8))
+    reps, horizon = sizes(opts, 5, 2e8, 2, 2e6, event_rate=_rate("4.B1", 2) + _rate("4.B2", 2))
     rows = []
     figures = []
     lines = [f"Figures 4.2-4.3 (Systems 4.B1/4.B2, M = 300, {reps} x {horizon:g} time units): "
@@ -174,9 +185,12 @@ def fig_4_2_4_3(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-table-4.1", "Decentralized System 4.A: MCT, KPB, LPAS_dec with message counts",
-                    "Al-Azzoni thesis §4.3.1, Table 4.1", table_4_1))
+                    "Al-Azzoni thesis §4.3.1, Table 4.1", table_4_1,
+                    params=(REPS, HORIZON, Param("ks", "ints", "KPB k-bar values", 1, 10_000)) + _MODEL_PARAMS))
 register(Experiment("thesis-fig-4.1", "System 4.A under estimation inaccuracy: LPAS_dec vs KPB (k=3)",
-                    "Al-Azzoni thesis §4.3.2, Figure 4.1", fig_4_1))
+                    "Al-Azzoni thesis §4.3.2, Figure 4.1", fig_4_1,
+                    params=(REPS, HORIZON, Param("levels", "floats", "inaccuracy levels I", 0.0, 0.999999))
+                    + tuple(p for p in _MODEL_PARAMS if p.name != "inaccuracy")))
 def fig_4_2_4_3_full(opts: RunOptions) -> ExperimentResult:
     from dataclasses import replace
 
@@ -185,6 +199,8 @@ def fig_4_2_4_3_full(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-fig-4.2-4.3-full", "Systems 4.B1/4.B2 for the thesis's 2e9 time units (long)",
-                    "Al-Azzoni thesis §4.3.3, Figures 4.2-4.3", fig_4_2_4_3_full))
+                    "Al-Azzoni thesis §4.3.3, Figures 4.2-4.3", fig_4_2_4_3_full,
+                    params=(REPS, HORIZON) + _MODEL_PARAMS))
 register(Experiment("thesis-fig-4.2-4.3", "Realistic decentralized grids 4.B1/4.B2 (300 machines), LPAS_dec / MCT",
-                    "Al-Azzoni thesis §4.3.3, Figures 4.2-4.3", fig_4_2_4_3))
+                    "Al-Azzoni thesis §4.3.3, Figures 4.2-4.3", fig_4_2_4_3,
+                    params=(REPS, HORIZON) + _MODEL_PARAMS))
