@@ -69,7 +69,7 @@ def _one_line(message: str, limit: int = 2000) -> str:
 
 def _describe_oserror(exc: OSError) -> str:
     where = exc.filename if exc.filename is not None else ""
-    what = exc.strerror or type(exc).__name__
+    what = exc.strerror or str(exc) or type(exc).__name__
     if where != "":
         return f"{where}: {what}"
     return f"{what} ({type(exc).__name__})"

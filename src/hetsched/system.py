@@ -38,7 +38,9 @@ DOWN_DISTS = ("exp", "hyperexp", "const")
 # in memory; the scenario schema (``scenarios/schema.py``) uses the same values.
 MAX_CLASSES = 1_000
 MAX_MACHINES = 1_000_000
+MAX_GROUPS = 200_000  # declared groups (one per machine for System.from_arrays)
 MAX_CELLS = 20_000_000  # N x M: one float64 rate matrix <= 160 MB
+MAX_STREAM_CELLS = 2_000_000  # N x M per-machine arrival rates (alpha_matrix), kept as Python tuples
 MAX_RATE = 1e9  # arrival, execution and failure rates (per time unit)
 MIN_RATE = 1e-12  # smallest positive rate (0 = "cannot run" where allowed)
 MAX_TIME = 1e15  # means and scales of times (fault durations, Weibull scale, steps)
@@ -342,6 +344,8 @@ class System:
         for k, g in enumerate(groups):
             if not isinstance(g, MachineGroup):
                 raise ModelError(f"field 'groups[{k}]': expected a MachineGroup, got {_show(g)}")
+        if len(groups) > MAX_GROUPS:
+            raise ModelError(f"field 'groups': at most {MAX_GROUPS:,} groups, got {len(groups):,}")
         object.__setattr__(self, "groups", groups)
         M_total = sum(g.count for g in groups)
         if M_total > MAX_MACHINES:
@@ -391,6 +395,9 @@ class System:
             raise ModelError(f"field 'mu': class {i + 1} cannot run on any machine (all rates are 0)")
         if self.alpha_matrix is not None:
             am = self.alpha_matrix
+            if N * M > MAX_STREAM_CELLS:
+                raise ModelError(f"field 'alpha_matrix': N x M = {N * M:,} per-machine rates exceed the limit of "
+                                 f"{MAX_STREAM_CELLS:,}")
             if isinstance(am, (str, bytes)) or not isinstance(am, (Sequence, np.ndarray)) or len(am) != N:
                 raise ModelError(f"field 'alpha_matrix': expected {N} rows (one per class), got {_show(am)}")
             rows = tuple(_rates(W("alpha_matrix")[i], r, zero_ok=True) for i, r in enumerate(am))
@@ -573,6 +580,9 @@ def groups_from_matrix(mu: Any, names: Sequence[str] | None = None) -> tuple[Mac
     """One group of one machine per column of an ``N x M`` rate matrix."""
     A = _matrix(W("mu"), mu)
     M = A.shape[1]
+    if M > MAX_GROUPS:
+        raise ModelError(f"field 'mu': at most {MAX_GROUPS:,} machines as single-machine groups, got {M:,} "
+                         "(give identical machines as groups)")
     if names is not None and (isinstance(names, (str, bytes)) or not isinstance(names, (Sequence, np.ndarray))):
         raise ModelError(f"field 'machine_names': expected a list of {M} names, got {_show(names)}")
     names = list(names) if names is not None else [f"m{j + 1}" for j in range(M)]

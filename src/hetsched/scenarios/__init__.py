@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError, ScenarioError
-from ..system import MAX_CELLS, MAX_MACHINES, MAX_RATE, MIN_RATE, CpuChain, Failures, MachineGroup, System, _show
+from ..system import MAX_CELLS, MAX_GROUPS, MAX_MACHINES, MAX_RATE, MAX_STREAM_CELLS, MIN_RATE, CpuChain, Failures, MachineGroup, System, _show
 from . import schema as _schema
 
 __all__ = ["load", "list_scenarios", "scenario_ids", "ScenarioInfo", "MAX_FILE_BYTES"]
@@ -248,6 +248,10 @@ def _build(f: "_schema.ScenarioFile", label: str, arrivals: str | None, case: in
         raise _err(label, where_m, f"{M:,} machines in all exceed the limit of {MAX_MACHINES:,}")
     if N * M > MAX_CELLS:
         raise _err(label, where_m, f"N x M = {N:,} x {M:,} = {N * M:,} rates exceed the limit of {MAX_CELLS:,}")
+    n_groups = (per_copy if f.mu is not None or f.power_random is not None else len(f.groups)) * f.replicate
+    if n_groups > MAX_GROUPS:
+        raise _err(label, where_m, f"{n_groups:,} machine groups in all exceed the limit of {MAX_GROUPS:,} "
+                                   "(give identical machines as one group with a count)")
     if f.class_names is not None and len(f.class_names) != N:
         raise _err(label, "class_names", f"expected {N} names (one per class; {n_src}), got {len(f.class_names)}")
 
@@ -261,6 +265,10 @@ def _build(f: "_schema.ScenarioFile", label: str, arrivals: str | None, case: in
         _check_rates(label, "alpha_matrix", f.alpha_matrix, N, M, n_src)
     if f.alpha_per_machine is not None and f.alpha is None:
         raise _err(label, "alpha_per_machine", "needs a top-level 'alpha' vector")
+    if (f.alpha_per_machine is not None or f.alpha_matrix is not None or any(
+            v and isinstance(v[0], list) for v in variants.values())) and N * M > MAX_STREAM_CELLS:
+        raise _err(label, "alpha_per_machine" if f.alpha_per_machine else where_m,
+                   f"per-machine arrival streams: N x M = {N * M:,} rates exceed the limit of {MAX_STREAM_CELLS:,}")
 
     # --- failures, availabilities, cases: all checked --------------------------
     weibull = (f.failures is not None and f.failures.up_dist == "weibull") or any(
