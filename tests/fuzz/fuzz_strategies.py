@@ -175,11 +175,13 @@ def mutated_scenarios(draw, kinds: tuple[str, ...] | None = None) -> Mutation:
 
 # --------------------------------------------------------------------------- option values
 
-def bad_floats(positive: bool = True) -> st.SearchStrategy[str]:
-    """Text a positive (or any finite) float option must refuse."""
+def bad_floats(positive: bool = True, nonneg: bool = False) -> st.SearchStrategy[str]:
+    """Text a positive (``nonneg``: non-negative; else any finite) float option must refuse."""
     base = ["nan", "NaN", "inf", "-inf", "abc", "", "1e400", "1,5", "0x10"]
-    if positive:
-        base += ["0", "-1", "-0.5", "-1e-300", "1e308"]
+    if positive or nonneg:
+        base += ["-1", "-0.5", "-1e-300", "1e308"]
+    if positive and not nonneg:
+        base += ["0"]
     return st.sampled_from(base)
 
 

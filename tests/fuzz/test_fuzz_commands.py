@@ -221,7 +221,7 @@ def test_srn_gang_bad_arguments(data):
     opt = data.draw(st.sampled_from(["--policy", "--arrival-rate", "--local-rate", "--task-rate", "--mu",
                                      "--migration-guard"]))
     val = (data.draw(st.sampled_from(["nope", "", "x" * 300])) if opt in ("--policy", "--migration-guard")
-           else data.draw(bad_floats()))
+           else data.draw(bad_floats(nonneg=opt == "--local-rate")))
     args = ["srn", "gang", "--policy", "LS", opt, val]
     assert_refused(run_fork(args, timeout=OTHER_TIMEOUT), opt, opt.lstrip("-"))
 
