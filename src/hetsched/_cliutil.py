@@ -82,8 +82,10 @@ def guard(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with warnings.catch_warnings():
             if not debug():
-                # numpy's divide/overflow/invalid warnings say nothing a user can act on
+                # numpy's divide/overflow/invalid warnings say nothing a user can act on,
+                # nor does Dask's "Port 8787 is already in use" of a local cluster
                 warnings.simplefilter("ignore", RuntimeWarning)
+                warnings.filterwarnings("ignore", message=r"(?s).*Port \d+ is already in use")
             try:
                 return fn(*args, **kwargs)
             except HetschedError as exc:
