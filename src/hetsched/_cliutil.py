@@ -7,11 +7,12 @@ exit code 2 -- never a traceback, a hang or a silent wrong answer.
 * **Arguments** are checked by the callbacks below before a command runs:
   :func:`finite_float` / :func:`positive_float` (NaN and inf refused, ranges),
   :func:`bounded_int` / :func:`nonneg_int` (a stated cap), :func:`seed_int`
-  (``[0, 2**63)``) and :func:`choice` (case-insensitive, lists the valid names).
+  (``[0, 2**63)``), :func:`choice` (case-insensitive, lists the valid names) and
+  :func:`regular_file` (no directory, FIFO or device; size cap).
   Use them as ``typer.Option(..., callback=positive_float(max=1e12))``.
-* **Resource limits**: :data:`MAX_REPS`, :data:`MAX_HORIZON` and
-  :func:`check_event_budget` (replications x horizon x event rate) refuse a run
-  up front with the estimate.
+* **Resource limits**: :data:`MAX_REPS`, :data:`MAX_HORIZON`,
+  :func:`check_event_budget` (replications x horizon x event rate) and
+  :func:`check_budget` (states, bytes, ...) refuse a run up front with the estimate.
 * **Errors**: every command body runs inside :func:`guard`, which turns a
   :class:`~hetsched.errors.HetschedError` into one line and exit 2, and also the
   known resource categories (``MemoryError`` -> "out of memory: ...",
@@ -246,6 +247,51 @@ def choice(names: Iterable[str]) -> Callable:
     """Callback: one of ``names`` (case-insensitive), returned in its canonical spelling."""
     names = tuple(names)
     return _callback(lambda v, n: check_choice(v, n, names))
+
+
+def check_file(value: Any, name: str, *, must_exist: bool = True, max_bytes: int | None = None) -> str:
+    """A path to a regular file (not a directory, FIFO or device), readable, at most ``max_bytes``.
+
+    With ``must_exist=False`` a missing file is allowed (it will be created) but its
+    folder must exist. Checks only: nothing is opened, so a FIFO cannot hang it.
+    """
+    import stat as _stat
+
+    s = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not s or "\x00" in s or len(s) > 4096:
+        raise HetschedError(f"{name}: not a file path: {str(value)[:80]!r}")
+    try:
+        st = os.stat(s)
+    except FileNotFoundError:
+        if must_exist:
+            raise HetschedError(f"{name}: no such file: {s}") from None
+        parent = os.path.dirname(os.path.abspath(s))
+        if not os.path.isdir(parent):
+            raise HetschedError(f"{name}: folder does not exist: {parent}") from None
+        return s
+    except OSError as exc:
+        raise HetschedError(f"{name}: {s[:200]}: {exc.strerror or exc}") from None
+    if _stat.S_ISDIR(st.st_mode):
+        raise HetschedError(f"{name}: {s} is a directory, not a file")
+    if not _stat.S_ISREG(st.st_mode):
+        raise HetschedError(f"{name}: {s} is not a regular file (a pipe or a device?)")
+    if not os.access(s, os.R_OK):
+        raise HetschedError(f"{name}: {s}: permission denied")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise HetschedError(f"{name}: {s} is {st.st_size:,} bytes, over the limit of {max_bytes:,}")
+    return s
+
+
+def regular_file(*, must_exist: bool = True, max_bytes: int | None = None) -> Callable:
+    """Callback: :func:`check_file` (e.g. ``--swf``, ``--journal``)."""
+    return _callback(lambda v, n: check_file(v, n, must_exist=must_exist, max_bytes=max_bytes))
+
+
+def check_budget(amount: float, limit: float, what: str, unit: str) -> None:
+    """Refuse up front when an estimated ``amount`` of ``unit`` (states, bytes, jobs) exceeds ``limit``."""
+    if not math.isfinite(amount) or amount > limit:
+        raise HetschedError(f"{what}: about {amount:.3g} {unit} estimated, over the limit of {limit:.3g} "
+                            "(limits: docs/input-validation.md)")
 
 
 def check_event_budget(events: float, what: str, limit: float = MAX_EVENTS) -> None:

@@ -146,3 +146,26 @@ def test_every_key_an_experiment_reads_is_declared():
     for modname, declared in by_module.items():
         read = _extra_keys_read(importlib.import_module(modname))
         assert read <= declared, f"{modname} reads {sorted(read - declared)} from --set but does not declare them"
+
+
+def test_check_file(tmp_path):
+    import os
+
+    from hetsched._cliutil import check_budget, check_file
+
+    f = tmp_path / "ok.swf"
+    f.write_text("1 2 3\n")
+    assert check_file(str(f), "--swf") == str(f)
+    os.mkfifo(tmp_path / "fifo")
+    for path, msg in ((tmp_path, "is a directory"), (tmp_path / "fifo", "not a regular file"),
+                      ("/dev/zero", "not a regular file"), (tmp_path / "missing", "no such file"),
+                      ("x\x00y", "not a file path")):
+        with pytest.raises(HetschedError, match=f"--swf: .*{msg}|--swf: {msg}"):
+            check_file(path, "--swf")
+    with pytest.raises(HetschedError, match="is 6 bytes, over the limit of 5"):
+        check_file(str(f), "--swf", max_bytes=5)
+    assert check_file(str(tmp_path / "new.db"), "--journal", must_exist=False).endswith("new.db")
+    with pytest.raises(HetschedError, match="--journal: folder does not exist"):
+        check_file(str(tmp_path / "no" / "new.db"), "--journal", must_exist=False)
+    with pytest.raises(HetschedError, match="--delta: about 2.5e\\+07 states estimated, over the limit of 1e\\+07"):
+        check_budget(2.5e7, 1e7, "--delta", "states")
