@@ -23,15 +23,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     stats = fuzz_runner.STATS
     if not stats:
         return
-    total = sum(stats.values())
-    bad = {k: v for k, v in stats.items() if k in ("hang", "traceback", "internal-error", "messy-refusal")
-           or k.startswith("exit-") or k.startswith("load:uncaught")}
     tr = terminalreporter
     tr.section("hetsched fuzz campaign")
+    total = sum(stats.values())
+    by_outcome: dict[str, int] = {}
+    for (_cmd, outcome), n in stats.items():
+        by_outcome[outcome] = by_outcome.get(outcome, 0) + n
     tr.write_line(f"generated inputs run: {total:,} (this process; with xdist each worker counts its own)")
-    for k in sorted(stats):
-        tr.write_line(f"  {k:28s} {stats[k]:7,}")
-    tr.write_line(f"uncaught exceptions: {stats.get('traceback', 0) + stats.get('internal-error', 0) + stats.get('load:uncaught', 0)}"
-                  f", hangs: {stats.get('hang', 0)}")
-    if bad:
-        tr.write_line("(counts include the xfail'd commands owned by other helpers)")
+    for cmd in sorted({c for c, _ in stats}):
+        parts = ", ".join(f"{o} {n:,}" for (c, o), n in sorted(stats.items()) if c == cmd)
+        tr.write_line(f"  {cmd:36s} {parts}")
+    uncaught = by_outcome.get("traceback", 0) + by_outcome.get("internal-error", 0)
+    tr.write_line(f"uncaught exceptions: {uncaught}, hangs: {by_outcome.get('hang', 0)}, "
+                  f"messy refusals: {by_outcome.get('messy-refusal', 0)}  "
+                  "(including the xfail'd commands of other helpers)")

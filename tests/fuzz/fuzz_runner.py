@@ -8,7 +8,7 @@ whole process group when it exceeds the per-example timeout -- so a hang is
 counted, never waited for.
 A smaller sample runs ``python -m hetsched.cli`` as real processes.
 
-Every run is classified (:func:`classify`) and counted in :data:`STATS`; the
+Every run is classified (:func:`classify`) and counted per command in :data:`STATS`; the
 fuzz conftest prints the counts at the end of the session (``make fuzz``).
 """
 
@@ -178,7 +178,7 @@ def run_fork(args: list[str], timeout: float = EXAMPLE_TIMEOUT, env: dict[str, s
         out = Path(out_p).read_text(errors="replace") if os.path.exists(out_p) else ""
         err = Path(err_p).read_text(errors="replace") if os.path.exists(err_p) else ""
     o = Outcome(list(args), reply["code"], out, err, reply["seconds"], "fork")
-    STATS[classify(o)] += 1
+    record(o)
     return o
 
 
@@ -197,8 +197,20 @@ def run_process(args: list[str], timeout: float = 90.0, cwd: str | None = None) 
         out, err = p.communicate()
         code = None
     o = Outcome(list(args), code, out, err, time.perf_counter() - t0, "process")
-    STATS[classify(o)] += 1
+    record(o)
     return o
+
+
+def command_of(args: list[str]) -> str:
+    """``simulate``, ``mdp coalloc``, ... (the command path of an argument list)."""
+    groups = {"mdp", "srn", "muscle", "dispatch"}
+    if args and args[0] in groups and len(args) > 1:
+        return f"{args[0]} {args[1]}"
+    return args[0] if args else "-"
+
+
+def record(o: Outcome) -> None:
+    STATS[(command_of(o.args), classify(o))] += 1
 
 
 def classify(o: Outcome) -> str:

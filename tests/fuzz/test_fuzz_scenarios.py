@@ -64,15 +64,15 @@ def test_mutated_files_load_or_refuse_in_one_line(workdir, m):
         s = load(str(path))
     except ScenarioError as exc:
         msg = str(exc)
-        STATS["load:refused"] += 1
+        STATS[("scenario file (validation layer)", "refused")] += 1
         assert "\n" not in msg and msg.startswith(f"{path}: "), (m.describe(), msg)
         if _nonfinite(m.value):
             assert f"field '{fmt_path(m.path)}'" in msg, (m.describe(), msg)
     except Exception as exc:  # noqa: BLE001 - the point of the test
-        STATS["load:uncaught"] += 1
+        STATS[("scenario file (validation layer)", "traceback")] += 1
         raise AssertionError(f"{m.describe()}: uncaught {type(exc).__name__}: {exc}") from exc
     else:
-        STATS["load:accepted"] += 1
+        STATS[("scenario file (validation layer)", "accepted")] += 1
         assert not _nonfinite(m.value), f"{m.describe()}: non-finite value accepted"
         _invariants(s)
     assert time.perf_counter() - t0 < 10, f"{m.describe()}: slow validation"
@@ -108,5 +108,5 @@ def test_every_nonfinite_leaf_of_every_shipped_file_is_refused(workdir):
             with pytest.raises(ScenarioError, match=f"field '{fmt_path(p)}'".replace("[", "\\[").replace("]", "\\]")):
                 load(str(f))
             n += 1
-    STATS["load:refused"] += n
+    STATS[("scenario file (exhaustive NaN)", "refused")] += n
     assert n > 300
