@@ -280,6 +280,8 @@ def _message(err: dict) -> str:
     """One error of pydantic's ``errors()`` as ``field 'PATH': what, got VALUE``."""
     loc, typ, value = tuple(err["loc"]), err["type"], err.get("input")
     path = _path(loc)
+    if len(path) > 120:  # a 5,000-character key stays readable
+        path = f"{path[:60]}...{path[-40:]}"
     field = f"field '{path}'" if path else "file"
     got = _show(value)
     ctx = err.get("ctx") or {}
