@@ -439,3 +439,36 @@ def test_cli_bad_input_one_line(tmp_path, args, match):
     (tmp_path / "fake.swf.gz").write_bytes(b"\x1f\x8bnot really gzip")
     r = CliRunner().invoke(app, ["muscle", "run", *args(tmp_path)])
     assert r.exit_code == 2 and match in r.output and "Traceback" not in r.output
+
+
+def test_fig3_job_size_readings(tmp_path):
+    """Seed 002 Fig. 3: the caption's sizes [1, a] and the Fig. 2 range [1, 10] are both
+    offered; for [a, b] = [10, 42] the two readings are the same workload, so the same rows."""
+    from hetsched.experiments import RunOptions, get
+
+    rows = {}
+    for reading in ("caption", "fig2"):
+        opts = RunOptions(quick=True, seed=3, workers=1, backend="local", scheduler=None,
+                          outdir=tmp_path / reading, progress=False,
+                          extra={"n_jobs": 150, "no_ga": True, "job_sizes": reading})
+        rows[reading] = get("muscle-fig3").run(opts).rows
+    cap, f2 = rows["caption"], rows["fig2"]
+    assert [r["max_s"] for r in cap if r["policy"] == "muscle"] == [10, 14, 18, 22, 26]
+    assert {r["max_s"] for r in f2} == {10}
+    same = [(a["MCP"], a["LBF"]) for a in cap if a["a"] == 10]
+    assert same == [(b["MCP"], b["LBF"]) for b in f2 if b["a"] == 10]
+    assert all(r["violations"] == 0 for r in cap + f2)
+    from hetsched.errors import HetschedError
+
+    with pytest.raises(HetschedError, match="job_sizes"):
+        get("muscle-fig3").run(RunOptions(quick=True, seed=3, workers=1, backend="local", scheduler=None,
+                                          outdir=tmp_path, progress=False, extra={"job_sizes": "x"}))
+
+
+def test_swf_experiment_default_log_is_repository_relative():
+    from hetsched.experiments.muscle import SWF_DEFAULT
+
+    repo = Path(__file__).resolve().parents[1]
+    assert SWF_DEFAULT.resolve() == (repo / ".." / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf.gz").resolve()
+    src = (repo / "src" / "hetsched" / "experiments" / "muscle.py").read_text()
+    assert "/work/" not in src

@@ -32,6 +32,7 @@ _ENGINE_CLIS = (
     "hetsched.srn.cli",
     "hetsched.muscle.cli",
     "hetsched.dispatch.cli",
+    "hetsched.plot.cli",
 )
 
 
