@@ -409,3 +409,80 @@ def test_records_parquet_roundtrip(tmp_path):
         read_records(junk)
     with pytest.raises(ModelError, match="missing column"):
         check_records(df.drop(columns=["machine"]))
+
+
+# ----------------------------------------------------------------------------- replay (reference)
+def _batch_means(x, batches=20):
+    from scipy import stats
+
+    b = np.array_split(np.asarray(x), batches)
+    m = np.array([v.mean() for v in b])
+    return m.mean(), stats.t.ppf(0.975, batches - 1) * m.std(ddof=1) / np.sqrt(batches)
+
+
+def test_poisson_trace_replay_gives_mm1(tmp_path):
+    """A log of Poisson arrivals with exponential run times, prepared at load 0.7 for one
+    machine, replays as an M/M/1 queue: W = E[S] / (1 - rho) = 1 / 0.3 (E[S] = mean X = 1)."""
+    from reference_replay import replay
+
+    rng = np.random.default_rng(2024)
+    n = 120_000
+    submit = np.cumsum(rng.exponential(37.0, n))  # seconds; the rate is irrelevant after scaling
+    run = rng.exponential(500.0, n)
+    p = tmp_path / "poisson.swf"
+    body = np.full((n, 18), -1.0)
+    body[:, 0], body[:, 1], body[:, 3], body[:, 4], body[:, 7] = np.arange(1, n + 1), submit, run, 1, 1
+    with open(p, "w") as f:
+        f.write(HEADER)
+        np.savetxt(f, body, fmt=["%d", "%.6f", "%d", "%.6f"] + ["%d"] * 14)
+    sysm = System(id="mm1", alpha=(1.0,), groups=groups_from_matrix([[1.0]]))
+    w = workload(read_swf(p), sysm, load=0.7)
+    assert len(w) == n and w.load == pytest.approx(0.7, rel=1e-9)
+    rec, L = replay(w.arrival, w.size, w.klass, sysm.mu)
+    assert check_records(rec, tasks=n, L=L, little_rtol=1e-6).ok
+    W, hw = _batch_means(rec["end"] - rec["arrival"])  # 95% CI, 20 batch means
+    assert hw < 0.05 * W, (W, hw)  # precise enough to mean something
+    assert abs(W - 1 / 0.3) < hw, (W, hw)
+
+
+@needs_logs
+def test_gaia_replay_records_pass_the_certificate():
+    """A heavy-tailed real log through MCT on 2.C1 at load 0.8: records valid, Little's law
+    between the replay's own accumulator and the records, deterministic."""
+    from reference_replay import replay
+
+    from hetsched.scenarios import load
+
+    sysm = load("2.C1")
+    w = workload(read_swf(TRACES / "UniLu-Gaia-2014-2.swf.gz"), sysm, load=0.8)
+    n = 8_000
+    rec, L = replay(w.arrival[:n], w.size[:n], w.klass[:n], sysm.mu, "mct")
+    res = check_records(rec, tasks=n, L=L, little_rtol=1e-6)
+    assert res.ok, res.violations
+    rec2, _ = replay(w.arrival[:n], w.size[:n], w.klass[:n], sysm.mu, "mct")
+    pd.testing.assert_frame_equal(rec, rec2)
+
+
+# ----------------------------------------------------------------------------- CLI
+def test_trace_info_cli(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    p = tmp_path / "t.swf"
+    rng = np.random.default_rng(0)
+    p.write_text(HEADER + "".join(_line(k + 1, 10 * k, int(rng.integers(1, 500))) for k in range(30)))
+    r = CliRunner().invoke(app, ["trace", "info", str(p), "--system", "2.C1", "--load", "0.8", "--json"])
+    assert r.exit_code == 0, r.output
+    js = json.loads(r.stdout)
+    assert js["jobs"] == 30 and js["header"]["MaxJobs"] == 3
+    assert js["replay"]["load"] == pytest.approx(0.8, rel=1e-9) and js["replay"]["counts"] == [10, 10, 10]
+    r = CliRunner().invoke(app, ["trace", "info", str(p), "--system", "2.C1"])
+    assert r.exit_code == 0 and "lambda*" in r.output and "class counts [10, 10, 10]" in r.output
+    for bad, match in ((tmp_path, "is a directory"), (tmp_path / "none.swf", "not found")):
+        r = CliRunner().invoke(app, ["trace", "info", str(bad)])
+        assert r.exit_code == 2 and match in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(app, ["trace", "info", str(p), "--system", "2.C1", "--classes", "queue"])
+    assert r.exit_code == 2 and "needs at least 3 distinct values" in r.output

@@ -33,6 +33,7 @@ _ENGINE_CLIS = (
     "hetsched.muscle.cli",
     "hetsched.dispatch.cli",
     "hetsched.plot.cli",
+    "hetsched.traces.cli",
 )
 
 

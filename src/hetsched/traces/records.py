@@ -154,14 +154,20 @@ def check_records(df: pd.DataFrame, *, tasks=None, L: float | None = None, littl
         bad = np.flatnonzero(~np.isfinite(a))
         report(f"{name} is finite", bad, lambda k, a=a: f"task {task[k]} {name}={a[k]}")
     # every task once
-    uniq, cnt = np.unique(task, return_counts=True)
-    dup = uniq[cnt > 1]
+    # sort-based set operations (np.unique's hash path is slow on large int arrays)
+    srt = np.sort(task)
+    rep = srt[1:] == srt[:-1]
+    uniq = srt[np.r_[True, ~rep]]
+    dup = np.sort(np.asarray(list(set(srt[1:][rep].tolist())), dtype=srt.dtype))
     if dup.size:
         v.append(f"every task once: {dup.size} task(s) appear more than once: {dup[:max_report].tolist()}")
     if tasks is not None:
-        want = np.arange(int(tasks)) if np.ndim(tasks) == 0 else np.unique(np.asarray(tasks))
-        miss = np.setdiff1d(want, uniq)
-        extra = np.setdiff1d(uniq, want)
+        want = np.arange(int(tasks)) if np.ndim(tasks) == 0 else np.sort(np.asarray(tasks))
+        if not np.array_equal(want, uniq):
+            miss = want[~_member(want, uniq)]
+            extra = uniq[~_member(uniq, want)]
+        else:
+            miss = extra = want[:0]
         if miss.size:
             v.append(f"every task once: {miss.size} task(s) missing: {miss[:max_report].tolist()}")
         if extra.size:
@@ -208,6 +214,14 @@ def check_records(df: pd.DataFrame, *, tasks=None, L: float | None = None, littl
                  f"lambda W = {lam:.6g} x {W:.6g} = {lw:.6g} of the records by {100 * gap:.2f}% "
                  f"(tolerance {100 * little_rtol:.2f}%)")
     return RecordsCheck(not v, v, n, t0, t1, L_rec, float(lam), W, gap, {"L_records": L_rec})
+
+
+def _member(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
+    """``a[k] in sorted_b`` for every ``k`` (binary search)."""
+    if sorted_b.size == 0:
+        return np.zeros(a.shape[0], dtype=bool)
+    pos = np.clip(np.searchsorted(sorted_b, a), 0, sorted_b.size - 1)
+    return sorted_b[pos] == a
 
 
 def _running_max_by_group(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
