@@ -140,7 +140,7 @@ def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int 
     for c in np.unique(klass):
         ax.bar(0, 0, color=cmap(int(c) % 10), alpha=0.6, label=f"class {int(c)}")  # legend handles only
     if np.unique(klass).size > 1:
-        ax.legend(loc="upper right", fontsize="small", ncol=min(np.unique(klass).size, 5))
+        ax.legend(loc="center left", bbox_to_anchor=(1.005, 0.5), fontsize="small", frameon=False)
     head = title or "Gantt chart"
     if sampled:
         head += f" -- window [{t0:.6g}, {t1:.6g}] of [{t_all[0]:.6g}, {t_all[1]:.6g}], {len(sub)} of {len(df)} tasks"
@@ -229,7 +229,7 @@ def utilisation(records, *, machines: int | None = None, bins: int = 400, ax=Non
     Lq = float(np.sum(st - arr) / T)
     a2.plot(mid, insys, drawstyle="steps-mid", lw=0.9, color="tab:green", label=f"in system (mean {L:.3g})")
     a2.plot(mid, queue, drawstyle="steps-mid", lw=0.9, color="tab:red", label=f"waiting (mean {Lq:.3g})")
-    a2.set_ylabel("tasks")
+    a2.set_ylabel("jobs" if muscle else "tasks")
     a2.set_xlabel("time")
     a2.legend(loc="upper right", fontsize="small")
     a2.grid(True, alpha=0.3)
