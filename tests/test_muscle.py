@@ -472,3 +472,16 @@ def test_swf_experiment_default_log_is_repository_relative():
     assert SWF_DEFAULT.resolve() == (repo / ".." / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf.gz").resolve()
     src = (repo / "src" / "hetsched" / "experiments" / "muscle.py").read_text()
     assert "/work/" not in src
+
+
+def test_same_log_policy_and_seed_give_identical_records():
+    wl = workload_from_swf(SWF, MultiCluster((64, 32, 16, 16), (1.0, 1.2, 1.4, 1.6)), seed=4)
+    sysm = MultiCluster((64, 32, 16, 16), (1.0, 1.2, 1.4, 1.6))
+    a = simulate(wl, sysm, "wrand", ga=GAOptions(max_gen=8), seed=9).records(wl)
+    b = simulate(wl, sysm, "wrand", ga=GAOptions(max_gen=8), seed=9).records(wl)
+    c = simulate(wl, sysm, "wrand", ga=GAOptions(max_gen=8), seed=10).records(wl)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(c)
+    assert (a["swf_job"].to_numpy() == wl.meta["job_id"]).all()

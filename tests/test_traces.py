@@ -486,3 +486,15 @@ def test_trace_info_cli(tmp_path):
         assert r.exit_code == 2 and match in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(app, ["trace", "info", str(p), "--system", "2.C1", "--classes", "queue"])
     assert r.exit_code == 2 and "needs at least 3 distinct values" in r.output
+
+
+def test_chunked_errors_name_the_file_line(tmp_path):
+    p = tmp_path / "c.swf"
+    lines = [_line(k + 1, k, 5) for k in range(250)]
+    lines[203] = "204 203 -1 5 1 -1 -1 1 -1 -1 1 1 1 -1 x 1 -1 -1\n"  # file line 10 header + 204
+    p.write_text(HEADER + "".join(lines))
+    with pytest.raises(ModelError, match=rf"{p}:214: field 15 'queue_id': not a number"):
+        for _ in read_swf(p, chunksize=64):
+            pass
+    chunks = list(read_swf(p, chunksize=64, on_error="skip"))
+    assert sum(len(c) for c in chunks) == 249 and chunks[-1].attrs["skipped_lines"] == [214]
