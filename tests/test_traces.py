@@ -498,3 +498,39 @@ def test_chunked_errors_name_the_file_line(tmp_path):
             pass
     chunks = list(read_swf(p, chunksize=64, on_error="skip"))
     assert sum(len(c) for c in chunks) == 249 and chunks[-1].attrs["skipped_lines"] == [214]
+
+
+# ----------------------------------------------------------------------------- fuzz
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TOKENS = st.sampled_from(["1", "-1", "0", "3.5", "1e3", "abc", "nan", "inf", ";", "; Note: x", "\t", " ",
+                           "\x00", "é", "99999999999999999999999", "-", "."])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.lists(_TOKENS, min_size=0, max_size=22).map(" ".join), max_size=30),
+       skip=st.booleans(), gz=st.booleans())
+def test_fuzz_any_text_is_a_frame_or_one_clear_error(tmp_path, lines, skip, gz):
+    p = tmp_path / ("f.swf.gz" if gz else "f.swf")
+    data = ("\n".join(lines)).encode("utf-8")
+    p.write_bytes(gzip.compress(data) if gz else data)
+    try:
+        df = read_swf(p, on_error="skip" if skip else "raise")
+    except ModelError as exc:
+        msg = str(exc)
+        assert "\n" not in msg and str(p) in msg
+    else:
+        assert list(df.columns) == list(SWF_COLUMNS)
+        assert df.attrs["skipped"] == len(df.attrs["skipped_lines"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=400))
+def test_fuzz_random_bytes(tmp_path, data):
+    p = tmp_path / "b.swf.gz"
+    p.write_bytes(data)
+    try:
+        read_swf(p, on_error="skip")
+    except ModelError as exc:
+        assert "\n" not in str(exc)

@@ -17,7 +17,8 @@ A trace gives, per job ``k``, a submit time ``s_k`` (seconds) and a run time
   - ``procs``: requested processors (field 8; allocated, field 5, where 8 is
     unknown), an ordinal value: its distinct values in increasing order are cut
     into ``N`` contiguous runs, each value whole, the ``k``-th cut at the value
-    boundary nearest to ``k n / N`` jobs (cuts kept strictly increasing);
+    boundary nearest to ``k n / N`` jobs (cuts kept strictly increasing; jobs
+    with neither field known, ``-1``, sort first);
   - ``user``, ``queue``, ``partition`` (fields 12, 15, 16; ``-1`` is a category
     of its own), categorical values: categories in decreasing order of job count
     (ties by value) go one by one to the class holding the fewest jobs so far
