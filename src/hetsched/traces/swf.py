@@ -141,7 +141,10 @@ class _Reader:
 
     def __init__(self, path: Path):
         self.path = path
-        self.f = _open_bin(path)
+        try:
+            self.f = _open_bin(path)
+        except OSError as exc:
+            raise ModelError(f"swf: cannot read {path}: {exc.strerror or exc}") from None
 
     def _wrap(self, fn, *a):
         try:
