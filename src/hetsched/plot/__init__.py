@@ -22,14 +22,15 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..errors import ModelError
 
 __all__ = ["gantt", "utilisation", "step_average", "sample_window"]
 
 
-def _records(records) -> pd.DataFrame:
+def _records(records):
+    import pandas as pd
+
     if isinstance(records, (str, os.PathLike)):
         from ..traces import read_records
 
@@ -39,7 +40,7 @@ def _records(records) -> pd.DataFrame:
     return records
 
 
-def _need(df: pd.DataFrame, cols, what: str) -> None:
+def _need(df, cols, what: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
         raise ModelError(f"records: {what} needs column(s) {missing}; the file has {list(df.columns)}")

@@ -7,14 +7,34 @@
   time scale that puts the system at a given load under the allocation LP).
 * :mod:`.records` -- the per-task records schema (one row per task) and
   :func:`check_records`, the certificate every simulator's records must pass.
+
+Names are loaded on first use (PEP 562), so that the command line, which
+imports :mod:`.cli`, does not pay for pandas at start-up.
 """
 
-from .records import RECORD_COLUMNS, RecordsCheck, check_records, read_records, records_frame, write_records
-from .swf import MISSING, SWF_COLUMNS, SWF_FIELDS, SWF_UNITS, read_swf, read_swf_header, with_na
-from .workload import CLASS_RULES, TraceWorkload, workload
+from __future__ import annotations
 
-__all__ = [
-    "read_swf", "read_swf_header", "with_na", "SWF_FIELDS", "SWF_COLUMNS", "SWF_UNITS", "MISSING",
-    "workload", "TraceWorkload", "CLASS_RULES",
-    "RECORD_COLUMNS", "records_frame", "check_records", "RecordsCheck", "read_records", "write_records",
-]
+import importlib
+
+_EXPORTS = {
+    "read_swf": "swf", "read_swf_header": "swf", "with_na": "swf", "SWF_FIELDS": "swf", "SWF_COLUMNS": "swf",
+    "SWF_UNITS": "swf", "MISSING": "swf",
+    "workload": "workload", "TraceWorkload": "workload", "CLASS_RULES": "workload", "fold_classes": "workload",
+    "RECORD_COLUMNS": "records", "records_frame": "records", "check_records": "records", "RecordsCheck": "records",
+    "read_records": "records", "write_records": "records", "number_in_system": "records",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'hetsched.traces' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)
