@@ -430,6 +430,8 @@ def test_cli_overload_clipping_records_and_status(tmp_path):
     (lambda p: ["--swf", str(p / "fake.swf.gz")], "gzip"),
     (lambda p: ["--seed", "-1"], "--seed"),
     (lambda p: ["--jobs", "0"], "--jobs"),
+    (lambda p: ["--records", str(p / "no" / "r.parquet")], "does not exist"),
+    (lambda p: ["--records", str(p)], "is a directory"),
 ])
 def test_cli_bad_input_one_line(tmp_path, args, match):
     from typer.testing import CliRunner

@@ -78,8 +78,16 @@ def run_cmd(
         raise ModelError(f"--jobs: expected an integer >= 1, got {jobs}")
     if swf is None and jobs is not None and jobs > MAX_GENERATED_JOBS:
         raise ModelError(f"--jobs: at most {MAX_GENERATED_JOBS:,} generated jobs, got {jobs:,}")
-    if records is not None and records.exists() and records.is_dir():
-        raise ModelError(f"--records: {records} is a directory, expected a .parquet file name")
+    if records is not None:  # checked before the run, so that a bad path never costs a finished run
+        import os
+
+        if records.is_dir():
+            raise ModelError(f"--records: {records} is a directory, expected a .parquet file name")
+        parent = records.parent if str(records.parent) else Path(".")
+        if not parent.is_dir():
+            raise ModelError(f"--records: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise ModelError(f"--records: directory {parent} is not writable")
     system = MultiCluster(_parse_tuple(sizes, int, "--sizes"), _parse_tuple(rates, float, "--rates"))
     wseed, sseed = np.random.SeedSequence(seed).spawn(2)
     if swf is not None:

@@ -108,7 +108,10 @@ def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int 
         if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
             raise ModelError(f"window: expected two finite times T0 < T1, got ({window[0]}, {window[1]})")
         sampled = True
-    sel = (st < t1) & (en > t0) if t1 > t0 else (st <= t1) & (en >= t0)
+    if sampled:
+        sel = (st < t1) & (en > t0)
+    else:
+        sel = np.ones(st.shape[0], dtype=bool)
     sub = df.loc[sel]
     plt = _pyplot()
     if ax is None:
