@@ -534,3 +534,19 @@ def test_fuzz_random_bytes(tmp_path, data):
         read_swf(p, on_error="skip")
     except ModelError as exc:
         assert "\n" not in str(exc)
+
+
+def test_windows_partition_the_trace():
+    rng = np.random.default_rng(12)
+    w = workload(_frame(np.sort(rng.uniform(0, 1e5, 1003)), rng.uniform(1, 100, 1003)), _system([[1.0], [2.0]]),
+                 load=0.6)
+    parts = w.windows(4)
+    assert [len(p) for p in parts] == [251, 251, 251, 250]
+    assert all(p.arrival[0] == 0.0 and np.all(np.diff(p.arrival) >= 0) for p in parts)
+    np.testing.assert_array_equal(np.concatenate([p.job_id for p in parts]), w.job_id)
+    np.testing.assert_array_equal(np.concatenate([p.klass for p in parts]), w.klass)
+    # re-based arrivals keep the gaps of the whole trace
+    np.testing.assert_allclose(np.concatenate([np.diff(p.arrival) for p in parts]),
+                               np.delete(np.diff(w.arrival), [250, 501, 752]), rtol=1e-12, atol=1e-12 * w.arrival[-1])
+    with pytest.raises(ModelError, match="windows"):
+        w.windows(0)

@@ -144,6 +144,24 @@ class TraceWorkload:
                 "load": self.load, "target_load": self.target_load, "time_scale": self.time_scale,
                 "dropped": self.dropped, "stable": self.stable, "source": self.source}
 
+    def windows(self, k: int) -> list["TraceWorkload"]:
+        """Split into ``k`` consecutive windows of nearly equal job counts, each
+        re-based to start at 0 with the same time scale, sizes and classes -- the
+        independent replications "by splitting the trace into windows". The LP
+        fields (``alpha``, ``lp_lambda``, ``load``) stay the whole trace's: the
+        windows' own loads vary, which is the burstiness the replications sample."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(self):
+            raise ModelError(f"windows: expected an integer from 1 to the number of jobs ({len(self)}), got {k!r}")
+        out = []
+        for part in np.array_split(np.arange(len(self)), int(k)):
+            a = self.arrival[part]
+            out.append(TraceWorkload(
+                arrival=a - a[0], size=self.size[part], klass=self.klass[part], job_id=self.job_id[part],
+                rule=self.rule, rule_detail=self.rule_detail, alpha=self.alpha, lp_lambda=self.lp_lambda,
+                load=self.load, time_scale=self.time_scale, target_load=self.target_load, dropped=0,
+                source=self.source, lp=self.lp))
+        return out
+
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"job_id": self.job_id, "arrival": self.arrival, "size": self.size,
                              "class": self.klass})
