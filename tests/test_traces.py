@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hetsched.errors import ModelError
 from hetsched.system import System, groups_from_matrix
@@ -501,9 +503,6 @@ def test_chunked_errors_name_the_file_line(tmp_path):
 
 
 # ----------------------------------------------------------------------------- fuzz
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 _TOKENS = st.sampled_from(["1", "-1", "0", "3.5", "1e3", "abc", "nan", "inf", ";", "; Note: x", "\t", " ",
                            "\x00", "é", "99999999999999999999999", "-", "."])
 

@@ -19,7 +19,6 @@ file. :func:`utilisation` also takes MUSCLE job records (``cluster``,
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
