@@ -103,7 +103,8 @@ def test_cli_writes_both_plots(tmp_path):
 @pytest.mark.parametrize("setup, match", [
     (lambda d: ["gantt", str(d / "none.parquet")], "not found"),
     (lambda d: ["gantt", str(d / "junk.parquet")], "not a readable Parquet file"),
-    (lambda d: ["gantt", str(d / "muscle.parquet")], "MUSCLE job records"),
+    (lambda d: ["gantt", str(d / "muscle.parquet")], "give the sizes"),
+    (lambda d: ["gantt", str(d / "muscle.parquet"), "--sizes", "1"], "fewer than 2 free computers"),
     (lambda d: ["utilisation", str(d / "muscle.parquet")], "give --machines"),
     (lambda d: ["gantt", str(d / "ok.parquet"), "-o", str(d / "x.txt")], ".png, .pdf or .svg"),
     (lambda d: ["gantt", str(d / "ok.parquet"), "--window", "3", "1"], "window"),
@@ -115,3 +116,27 @@ def test_cli_errors_one_line(tmp_path, setup, match):
     write_records(_records(n=10), tmp_path / "ok.parquet")
     r = CliRunner().invoke(app, ["plot", *setup(tmp_path)])
     assert r.exit_code == 2 and match in r.output and "Traceback" not in r.output
+
+
+def test_muscle_records_on_computer_lanes(tmp_path):
+    """A MUSCLE schedule drawn per computer: the reconstructed placement gives every job
+    its processors, never two jobs on one computer at once, and the bars match."""
+    from hetsched.muscle import GAOptions, MultiCluster, WorkloadParams, generate_workload, simulate
+    from hetsched.plot import computer_lanes
+    from hetsched.traces import check_records
+
+    sysm = MultiCluster((6, 4), (1.0, 1.5))
+    wl = generate_workload(WorkloadParams(n_jobs=120, max_s=4, load=0.9), sysm, seed=3)
+    rec = simulate(wl, sysm, "muscle", ga=GAOptions(max_gen=5), seed=1).records(wl)
+    lanes = computer_lanes(rec, sysm.sizes)
+    assert len(lanes) == rec["processors"].sum()
+    assert (lanes.groupby("task").size().sort_index().to_numpy() == rec.sort_values("job")["processors"].to_numpy()).all()
+    assert lanes["machine"].max() < sum(sysm.sizes)
+    per_computer = lanes.assign(task=np.arange(len(lanes)), arrival=lanes["start"], attempts=1)
+    assert check_records(per_computer).ok  # no overlap on any computer
+    fig = gantt(rec, sizes=sysm.sizes, max_tasks=10_000)
+    assert len(_bars(fig)) == len(lanes)
+    p = tmp_path / "m.parquet"
+    write_records(rec, p, meta={"sizes": list(sysm.sizes)})
+    r = CliRunner().invoke(app, ["plot", "gantt", str(p)])
+    assert r.exit_code == 0 and f"{len(lanes)} task bars" in r.output

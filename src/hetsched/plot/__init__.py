@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ModelError
 
-__all__ = ["gantt", "utilisation", "step_average", "sample_window"]
+__all__ = ["gantt", "utilisation", "step_average", "sample_window", "computer_lanes"]
 
 
 def _records(records):
@@ -71,14 +71,65 @@ def sample_window(start: np.ndarray, max_tasks: int) -> tuple[float, float]:
     return float(s[i0]), float(s[i0 + max_tasks - 1])
 
 
+def computer_lanes(records, sizes) -> "pd.DataFrame":
+    """MUSCLE job records (``job``, ``cluster``, ``processors``, ``start``, ``end``)
+    as one row per job and computer: a placement on the clusters' computers
+    reconstructed greedily (jobs in start order, each on the lowest-numbered
+    computers of its cluster free at its start). For a feasible schedule this never
+    fails (at a job's start at least ``processors`` computers are free); a cluster
+    over-subscribed at some time is a clear error. Columns: ``task`` (the job),
+    ``class`` (its cluster), ``start``, ``end``, ``machine`` (global computer index,
+    clusters in order), ``computer`` (within its cluster)."""
+    import pandas as pd
+
+    df = _records(records)
+    _need(df, ["job", "cluster", "processors", "start", "end"], "computer lanes")
+    sizes = [int(m) for m in sizes]
+    cl = df["cluster"].to_numpy()
+    if cl.min() < 0 or cl.max() >= len(sizes):
+        raise ModelError(f"records: cluster numbers must lie in 0..{len(sizes) - 1}, got {int(cl.min())}..{int(cl.max())}")
+    offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    rows_task, rows_cl, rows_s, rows_e, rows_m, rows_k = [], [], [], [], [], []
+    for c, m in enumerate(sizes):
+        sel = np.flatnonzero(cl == c)
+        if sel.size == 0:
+            continue
+        st = df["start"].to_numpy(dtype=np.float64)[sel]
+        en = df["end"].to_numpy(dtype=np.float64)[sel]
+        pr = df["processors"].to_numpy()[sel]
+        jb = df["job"].to_numpy()[sel]
+        free = np.full(m, -np.inf)
+        for k in np.lexsort((en, st)):
+            p = int(pr[k])
+            idle = np.flatnonzero(free <= st[k] + 1e-12 * max(1.0, abs(st[k])))[:p]
+            if idle.size < p:
+                raise ModelError(f"records: cluster {c} has fewer than {p} free computers at t={st[k]!r} "
+                                 f"(job {int(jb[k])}): the schedule over-subscribes it")
+            free[idle] = en[k]
+            rows_task.append(np.full(p, jb[k]))
+            rows_cl.append(np.full(p, c))
+            rows_s.append(np.full(p, st[k]))
+            rows_e.append(np.full(p, en[k]))
+            rows_m.append(offset[c] + idle)
+            rows_k.append(idle)
+    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.empty(0, dt))
+    return pd.DataFrame({"task": cat(rows_task, np.int64), "class": cat(rows_cl, np.int64),
+                         "start": cat(rows_s, np.float64), "end": cat(rows_e, np.float64),
+                         "machine": cat(rows_m, np.int64), "computer": cat(rows_k, np.int64)})
+
+
 def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int = 1500, ax=None,
-          title: str | None = None, labels: bool | None = None):
+          title: str | None = None, labels: bool | None = None, sizes=None):
     """Gantt chart of task records, one lane per machine; returns the Figure.
 
     Parameters
     ----------
     records : DataFrame or path
-        Per-task records (columns ``task``, ``class``, ``start``, ``end``, ``machine``).
+        Per-task records (columns ``task``, ``class``, ``start``, ``end``, ``machine``),
+        or MUSCLE job records (``job``, ``cluster``, ``processors``, ...): then one lane
+        per computer (:func:`computer_lanes`), coloured by cluster.
+    sizes : list of int, optional
+        Cluster sizes for MUSCLE records (default: from the file's metadata).
     window : (t0, t1), optional
         Time window to draw (tasks overlapping it, clipped to it). Default: the
         whole run if it has at most ``max_tasks`` tasks, else a sample window of
@@ -88,9 +139,18 @@ def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int 
         Write task numbers on the bars (default: when at most 60 bars).
     """
     df = _records(records)
+    unit, legend = "machine", "class"
+    lane_names = None
     if "machine" not in df.columns and "cluster" in df.columns:
-        raise ModelError("records: these are MUSCLE job records (column 'cluster'): they have no per-computer "
-                         "placement to draw as a Gantt chart; use `hetsched plot utilisation`")
+        if sizes is None:
+            sizes = (df.attrs.get("meta") or {}).get("sizes")
+            if not sizes:
+                raise ModelError("records: MUSCLE records without cluster sizes in their metadata: give the sizes "
+                                 "(--sizes)")
+        df = computer_lanes(df, sizes)
+        unit, legend = "computer (cluster.computer)", "cluster"
+        lane_names = {int(o + k): f"{c + 1}.{k + 1}" for c, (o, m) in
+                      enumerate(zip(np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)) for k in range(int(m))}
     _need(df, ["task", "start", "end", "machine"], "a Gantt chart")
     if isinstance(max_tasks, bool) or not isinstance(max_tasks, (int, np.integer)) or max_tasks < 1:
         raise ModelError(f"max_tasks: expected a positive integer, got {max_tasks!r}")
@@ -134,19 +194,22 @@ def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int 
     if show_labels:
         for s0, e0, m, t in zip(s_c, e_c, mach, sub["task"].to_numpy()):
             ax.annotate(str(t), ((s0 + e0) / 2, lane_of[int(m)]), ha="center", va="center", fontsize="small")
-    ax.set_yticks(range(lanes.size), [str(int(m)) for m in lanes])
+    ax.set_yticks(range(lanes.size), [lane_names[int(m)] if lane_names else str(int(m)) for m in lanes],
+                  fontsize="small" if lanes.size > 30 else None)
     ax.set_ylim(-0.6, lanes.size - 0.4)
     ax.set_xlim(t0, t1)
     ax.set_xlabel("time")
-    ax.set_ylabel("machine")
+    ax.set_ylabel(unit)
     ax.grid(True, axis="x", alpha=0.3)
     for c in np.unique(klass):
-        ax.bar(0, 0, color=cmap(int(c) % 10), alpha=0.6, label=f"class {int(c)}")  # legend handles only
+        ax.bar(0, 0, color=cmap(int(c) % 10), alpha=0.6,
+               label=f"{legend} {int(c) + (1 if legend == 'cluster' else 0)}")  # legend handles only
     if np.unique(klass).size > 1:
         ax.legend(loc="center left", bbox_to_anchor=(1.005, 0.5), fontsize="small", frameon=False)
     head = title or "Gantt chart"
     if sampled:
-        head += f" -- window [{t0:.6g}, {t1:.6g}] of [{t_all[0]:.6g}, {t_all[1]:.6g}], {len(sub)} of {len(df)} tasks"
+        what = "tasks" if lane_names is None else "job-on-computer bars"
+        head += f" -- window [{t0:.6g}, {t1:.6g}] of [{t_all[0]:.6g}, {t_all[1]:.6g}], {len(sub)} of {len(df)} {what}"
     ax.set_title(head, fontsize="medium")
     fig.tight_layout()
     fig.hetsched_bars = int(len(sub))  # for callers and tests: rectangles drawn

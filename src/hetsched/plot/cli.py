@@ -44,12 +44,23 @@ def gantt_cmd(
     window: Optional[Tuple[float, float]] = typer.Option(None, "--window", help="Time window T0 T1 to draw "
                                                          "(default: all, or a sample window for long runs)."),
     max_tasks: int = typer.Option(1500, "--max-tasks", help="Tasks in the default sample window of a long run."),
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="Cluster sizes of MUSCLE records (default: from "
+                                        "the file's metadata), e.g. 20,16,12,10."),
 ) -> None:
-    """Gantt chart: one lane per machine, one bar per task, coloured by class."""
+    """Gantt chart: one lane per machine (per computer for MUSCLE records), one bar per task."""
+    from ..errors import ModelError
     from . import _pyplot, gantt
 
     out = _out(records, output, "gantt")
-    fig = gantt(records, window=window, max_tasks=max_tasks)
+    size_list = None
+    if sizes is not None:
+        try:
+            size_list = [int(v) for v in sizes.split(",") if v.strip()]
+        except ValueError:
+            raise ModelError(f"--sizes: expected comma-separated integers, got {sizes!r}") from None
+        if not size_list or min(size_list) < 1:
+            raise ModelError(f"--sizes: expected positive cluster sizes, got {sizes!r}")
+    fig = gantt(records, window=window, max_tasks=max_tasks, sizes=size_list)
     _save(fig, out)
     _pyplot().close(fig)
     typer.echo(f"gantt: {fig.hetsched_bars} task bars -> {out}")
