@@ -378,7 +378,7 @@ def test_records_agree_with_the_metrics(small_workload):
     busy = rec.assign(w=rec.processors * (rec.end - rec.start)).groupby("cluster")["w"].sum()
     np.testing.assert_allclose(busy.reindex(range(TABLE1.n), fill_value=0).to_numpy(), res.metrics["busy"],
                                rtol=1e-12)
-    assert (rec.deadline_met == (rec.end <= rec.deadline)).all()
+    assert (rec.deadline_met == (rec.end <= rec.deadline)).all()  # no rounding case at these times
     late = rec.assign(o=np.maximum(rec.end - rec.deadline, 0)).groupby("cluster")["o"].sum()
     np.testing.assert_allclose(late.reindex(range(TABLE1.n), fill_value=0).to_numpy(),
                                res.metrics["over_deadline"], rtol=1e-12)

@@ -81,7 +81,7 @@ def _run_point(task: dict) -> list[dict]:
         row.update({
             "policy": res.policy, "MCP": res.MCP, "LBF": res.LBF,
             "over_deadline": float(m["over_deadline"].mean()), "makespan": float(m["makespan"].mean()),
-            "idle": float(m["idle"].mean()), "late_jobs": int(np.sum(res.finish > wl.deadline + 1e-9)),
+            "idle": float(m["idle"].mean()), "late_jobs": int(np.sum(res.late(wl))),
             "queue": res.params["mean_queue"], "batch": res.params["mean_batch"], "jobs": len(wl),
             "ga_runs": res.ga_runs, "ga_not_converged": res.ga_not_converged, "seconds": res.wall_seconds,
             "violations": len(violations), "check": violations[0] if violations else "feasible",

@@ -127,7 +127,7 @@ def run_cmd(
                                 meta={"kind": "muscle", "policy": res.policy, "sizes": list(system.sizes),
                                       "rates": list(system.rates), "source": wl.source, "seed": seed})
     out = res.summary()
-    late = int(np.sum(res.finish > wl.deadline + 1e-12 * np.maximum(1.0, np.abs(wl.deadline))))
+    late = int(np.sum(res.late(wl)))
     out.update({"jobs_total": len(wl), "source": wl.source, "sizes": list(system.sizes),
                 "rates": list(system.rates), "late_jobs": late,
                 "jobs_per_second": len(wl) / res.wall_seconds if res.wall_seconds > 0 else None,

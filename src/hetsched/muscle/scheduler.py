@@ -87,11 +87,17 @@ class SimResult:
     ga_seconds: float = 0.0
     params: dict = field(default_factory=dict)
 
+    def late(self, workload: Workload) -> np.ndarray:
+        """Jobs finishing after their deadline (relative tolerance ``1e-12 * max(1, |d|)``,
+        so rounding at times of 1e8 s does not count as lateness)."""
+        d = np.asarray(workload.deadline, dtype=np.float64)
+        return self.finish > d + 1e-12 * np.maximum(1.0, np.abs(d))
+
     def records(self, workload: Workload):
         """One row per job (:data:`RECORD_COLUMNS`): ``job`` (index in arrival order),
         ``swf_job`` (the log's job number, ``-1`` for generated workloads),
         ``cluster``, ``processors`` used, ``arrival``, ``start``, ``end``, ``deadline``
-        and ``deadline_met`` (``end <= deadline``)."""
+        and ``deadline_met`` (not :meth:`late`)."""
         import pandas as pd
 
         n = len(workload)
@@ -102,7 +108,7 @@ class SimResult:
             "processors": self.size.astype(np.int64), "arrival": np.asarray(workload.arrival, dtype=np.float64),
             "start": self.start.astype(np.float64), "end": self.finish.astype(np.float64),
             "deadline": np.asarray(workload.deadline, dtype=np.float64),
-            "deadline_met": self.finish <= workload.deadline,
+            "deadline_met": ~self.late(workload),
         })
 
     def summary(self) -> dict:
