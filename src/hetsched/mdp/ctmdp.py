@@ -627,7 +627,7 @@ def _csr_arrays(model: CTMDP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR arrays of the rates, with 32-bit indices when they fit (less memory traffic per sweep)."""
     R = model.R
     it = np.int32 if R.nnz < 2**31 - 1 and model.n_states < 2**31 - 1 else np.int64
-    return R.indptr.astype(it), R.indices.astype(it), R.data.astype(np.float64)
+    return R.indptr.astype(it, copy=False), R.indices.astype(it, copy=False), R.data.astype(np.float64, copy=False)
 
 
 def _default_eps(model: CTMDP, beta: float) -> float:
