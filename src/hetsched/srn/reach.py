@@ -360,17 +360,26 @@ def to_ctmc(space: StateSpace) -> CTMC:
         raise ModelError("no tangible marking is reachable: the net has a timeless trap "
                          "(immediate transitions fire forever)")
     loc = np.empty(n, np.int64)
-    loc[tang] = np.arange(nT)
+    # tangible states in lexicographic order of their markings (see _marking_order): neighbours
+    # in the chain become neighbours in memory, and Gauss-Seidel sweeps follow the queue-like places
+    order = _marking_order(space.markings[tang])
+    rank = np.empty(nT, np.int64)
+    rank[order] = np.arange(nT)
+    loc[tang] = rank
     loc[van] = np.arange(n - nT)
     nV = n - nT
-    s_t = tang[space.src]
-    d_t = tang[space.dst]
-    # timed firings from tangible markings
-    ts, td, tv, ttr = space.src[s_t], space.dst[s_t], space.value[s_t], space.trans[s_t]
-    d_tt = tang[td]
-    R_TT = sp.csr_matrix((tv[d_tt], (loc[ts[d_tt]], loc[td[d_tt]])), shape=(nT, nT))
-    R_TV = sp.csr_matrix((tv[~d_tt], (loc[ts[~d_tt]], loc[td[~d_tt]])), shape=(nT, nV))
-    if nV:
+    if nV == 0:  # no vanishing marking (a GSPN without immediate transitions): every edge is a rate
+        ts, td, tv, ttr = space.src, space.dst, space.value, space.trans
+        lts = loc[ts]
+        Q = _generator(nT, lts, loc[td], tv)
+        P_VV = P_VT = None
+    else:
+        s_t = tang[space.src]
+        # timed firings from tangible markings
+        ts, td, tv, ttr = space.src[s_t], space.dst[s_t], space.value[s_t], space.trans[s_t]
+        lts = loc[ts]
+        d_tt = tang[td]
+        R_TV = sp.csr_matrix((tv[~d_tt], (lts[~d_tt], loc[td[~d_tt]])), shape=(nT, nV))
         vs, vd, vw = space.src[~s_t], space.dst[~s_t], space.value[~s_t]
         wsum = np.bincount(loc[vs], weights=vw, minlength=nV)
         prob = vw / wsum[loc[vs]]
@@ -378,23 +387,55 @@ def to_ctmc(space: StateSpace) -> CTMC:
         P_VT = sp.csr_matrix((prob[vdt], (loc[vs[vdt]], loc[vd[vdt]])), shape=(nV, nT))
         P_VV = sp.csr_matrix((prob[~vdt], (loc[vs[~vdt]], loc[vd[~vdt]])), shape=(nV, nV))
         _check_traps(space, P_VV, P_VT, loc)
-        Rt = R_TT + _series(R_TV, P_VV, P_VT)
-    else:
-        P_VV = P_VT = None
-        Rt = R_TT
-    Rt = Rt.tocsr()
-    Rt.sum_duplicates()
-    out = np.asarray(Rt.sum(axis=1)).ravel()
-    Q = (Rt - sp.diags(out)).tocsr()
-    Q.eliminate_zeros()
+        E = _series(R_TV, P_VV, P_VT).tocoo()
+        Q = _generator(nT, np.concatenate([lts[d_tt], E.row.astype(np.int64)]),
+                       np.concatenate([loc[td[d_tt]], E.col.astype(np.int64)]),
+                       np.concatenate([tv[d_tt], E.data]))
     p0 = np.zeros(nT)
     if tang[0]:
         p0[loc[0]] = 1.0
     else:
         e = sp.csr_matrix(([1.0], ([0], [loc[0]])), shape=(1, nV))
         p0 = np.asarray(_series(e, P_VV, P_VT).todense()).ravel()
-    return CTMC(Q=Q, markings=space.markings[tang], p0=p0, space=space,
-                t_src=loc[ts], t_trans=ttr, t_value=tv, seconds=time.perf_counter() - t0)
+    return CTMC(Q=Q, markings=space.markings[tang][order], p0=p0, space=space,
+                t_src=lts, t_trans=ttr, t_value=tv, seconds=time.perf_counter() - t0)
+
+
+def _generator(n: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> sp.csr_matrix:
+    """The CSR generator from off-diagonal rate triplets (compiled: merge, diagonal, sort)."""
+    it = np.int32 if n + rows.size < 2**31 - 1 else np.int64
+    indptr = np.empty(n + 1, it)
+    indices = np.empty(rows.size + n, it)
+    data = np.empty(rows.size + n)
+    nnz = K.assemble_generator(n, rows, cols, vals, indptr, indices, data)
+    Q = sp.csr_matrix((data[:nnz], indices[:nnz], indptr), shape=(n, n))
+    Q.has_sorted_indices = True
+    return Q
+
+
+def _marking_order(M: np.ndarray) -> np.ndarray:
+    """Permutation sorting markings lexicographically, places with more distinct values first.
+
+    The place with the most distinct values (the longest, slowest direction of the chain,
+    typically a queue) varies slowest; ties keep the net's place order. One stable argsort
+    of a mixed-radix key when it fits in 63 bits, else ``np.lexsort``.
+    """
+    n, P = M.shape
+    if n <= 1 or P == 0:
+        return np.arange(n)
+    lo = M.min(axis=0).astype(np.int64)
+    span = M.max(axis=0).astype(np.int64) - lo + 1
+    distinct = [np.count_nonzero(np.bincount(M[:, j].astype(np.int64) - lo[j])) if span[j] > 1 else 1
+                for j in range(P)]
+    keys = [j for j in sorted(range(P), key=lambda j: -distinct[j]) if distinct[j] > 1]
+    if not keys:
+        return np.arange(n)
+    if float(np.prod([float(span[j]) for j in keys])) < 2.0**62:
+        key = np.zeros(n, np.int64)
+        for j in keys:
+            key = key * span[j] + (M[:, j].astype(np.int64) - lo[j])
+        return np.argsort(key, kind="stable")
+    return np.lexsort([M[:, j] for j in reversed(keys)])
 
 
 def _check_traps(space: StateSpace, P_VV, P_VT, loc) -> None:
