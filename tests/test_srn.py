@@ -252,3 +252,29 @@ def test_iad_with_several_partitions_equals_direct_solution():
     b = steady_state(c, method="iad")
     assert b.success and len(b.extra["aggregates"]) >= 2 and b.iterations < 200
     np.testing.assert_allclose(b.pi, a.pi, rtol=1e-8, atol=1e-14)
+
+
+def test_memory_estimate_refuses_a_state_space_that_cannot_fit(monkeypatch):
+    import hetsched._memory as mem
+    from hetsched.srn.reach import reach_memory_bytes
+
+    net = mmck_rate_net(1.0, 2.0, 1, 5000)
+    est = reach_memory_bytes(net, 5001)
+    space = explore(net)
+    used = space.markings.nbytes + space.src.nbytes + space.dst.nbytes + space.trans.nbytes + space.value.nbytes
+    assert used <= est
+    with pytest.raises(ModelError, match="max_states"):
+        reach_memory_bytes(net, 0)
+    # on a machine with 64 KB free the exploration stops with one line before growing its arrays
+    monkeypatch.setattr(mem, "available_bytes", lambda: 64 * 1024)
+    with pytest.raises(ModelError, match=r"state space of net 'mmck' \(reached \d+ markings.*needs about"):
+        explore(net)
+
+
+def test_non_convergence_is_a_status_not_an_exception():
+    from hetsched.srn.storm import GangGSPN, gang_gspn
+
+    c = to_ctmc(explore(gang_gspn(GangGSPN(servers=10, capacity=12, gang_size=3))))
+    for method in ("iad", "sor"):
+        st = steady_state(c, method=method, maxiter=1)
+        assert not st.success and st.status == 1 and "not converged" in st.message

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._memory import ensure_fits
 from ..errors import ModelError, SolverError
 from . import _kernels as K
 from .net import MarkingView, Net, Transition
 
-__all__ = ["StateSpace", "CTMC", "explore", "to_ctmc"]
+__all__ = ["StateSpace", "CTMC", "explore", "to_ctmc", "reach_memory_bytes"]
 
 DEFAULT_MAX_STATES = 5_000_000
 
@@ -86,6 +87,26 @@ class StateSpace:
             "place_bounds": {p: int(b) for p, b in zip(self.net.place_names, bounds)},
             "generation_seconds": self.seconds,
         }
+
+
+def reach_memory_bytes(net: Net, max_states: int = DEFAULT_MAX_STATES) -> int:
+    """Estimated peak memory (bytes) of exploring and solving ``net`` with up to ``max_states`` markings.
+
+    Per marking: the stored marking (4 B per place, twice while the store grows), the
+    hash table (8 B x up to 4 slots), and the firings (at most one per transition, 28 B
+    each, twice while the batches are joined); then the tangible CTMC (12 B per rate
+    plus its CSC copy) and the steady-state vectors (10 x 8 B). An upper bound when
+    every transition fires in every marking; the 10^6-state gang GSPN (9 transitions)
+    peaks at about a third of it. The command line calls it to refuse a cap that cannot
+    fit; :func:`explore` checks the same estimate for the markings actually reached
+    each time its arrays grow.
+    """
+    if isinstance(max_states, bool) or not isinstance(max_states, (int, np.integer)) or max_states < 1:
+        raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
+    P = max(1, len(net.place_names))
+    T = max(1, len(net.transitions))
+    per_state = 2 * 4 * P + 4 * 8 + 1 + T * 28 * 2 + (T + 1) * 12 * 2 + 10 * 8
+    return int(max_states) * per_state
 
 
 class _Evaluator:
@@ -204,8 +225,10 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
     tangible markings. An enabled transition has enough tokens on its input arcs,
     fewer tokens than the multiplicity on each inhibitor arc, and a true guard.
     """
-    if not isinstance(max_states, (int, np.integer)) or max_states < 1:
+    if isinstance(max_states, bool) or not isinstance(max_states, (int, np.integer)) or max_states < 1:
         raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
+    if max_states >= 2**31 - 1:
+        raise ModelError(f"max_states must be below 2**31 - 1 (32-bit state indices), got {max_states!r}")
     t0 = time.perf_counter()
     names = net.place_names
     if not names:
@@ -263,6 +286,9 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
             need = n + E
             if need > cap:
                 newcap = max(need, 2 * cap)
+                # refuse before allocating what the machine does not have
+                ensure_fits(f"state space of net {net.name!r} (reached {n} markings, growing to {newcap})",
+                            reach_memory_bytes(net, newcap))
                 store = np.concatenate([store, np.empty((newcap - cap, P), np.int32)])
                 vanishing = np.concatenate([vanishing, np.zeros(newcap - cap, bool)])
                 cap = newcap

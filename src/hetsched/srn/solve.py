@@ -29,6 +29,7 @@ returned silently.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,36 +281,48 @@ def steady_state(ctmc: CTMC, *, method: str = "auto", tol: float = 1e-13, maxite
         chosen = "direct" if Qc.shape[0] <= direct_limit else "iad"
     its = 0
     extra: dict[str, Any] = {}
-    if chosen == "direct":
-        try:
-            pic = _direct(Qc)
-        except (MemoryError, RuntimeError) as exc:
-            raise SolverError(f"direct steady-state solver failed ({exc}); try method='iad'") from exc
-        res = _residual(Qc, pic)
-    elif chosen == "iad":
-        parts = _choose_partitions(ctmc.markings[comp], names, aggregate_by, max_aggregates, max_partitions)
-        extra["aggregates"] = [int(a.max()) + 1 for a in parts]
-        start = None
-        if x0 is not None and np.shape(x0) == (n,) and np.all(np.isfinite(x0)):
-            start = np.clip(np.asarray(x0, float)[comp], 1e-300, None)
-            start /= start.sum()
-        pic, its, res = _iad(Qc, parts, tol, maxiter, sweeps, x0=start)
-        if res > tol and method == "auto":
-            chosen = "iad+sor"
-            pic, it2 = _sor(Qc, tol, 10 * maxiter, x0=pic)
-            its += it2
+    # numerical trouble (a singular factor, an iteration that blows up) becomes a status, never a
+    # NumPy/SciPy warning or exception at the user
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if chosen == "direct":
+            try:
+                pic = _direct(Qc)
+            except (MemoryError, RuntimeError, ValueError) as exc:
+                raise SolverError(f"direct steady-state solver failed ({type(exc).__name__}: {exc}); "
+                                  f"try method='iad'") from exc
             res = _residual(Qc, pic)
-    else:
-        pic, its = _sor(Qc, tol, 10 * maxiter)
-        res = _residual(Qc, pic)
-    pi = np.zeros(n)
-    pi[comp] = pic
-    ok = bool(np.isfinite(res) and res <= max(tol * 100, 1e-14) and pic.min() > -1e-10)
-    msg = "converged" if ok else f"not converged: residual {res:.3g} (target {tol:.3g})"
-    pi = np.clip(pi, 0.0, None)
-    pi /= pi.sum()
-    return SteadyState(pi=pi, success=ok, status=0 if ok else 1, message=msg, method=chosen,
-                       residual=res, iterations=its, seconds=time.perf_counter() - t0,
+        elif chosen == "iad":
+            parts = _choose_partitions(ctmc.markings[comp], names, aggregate_by, max_aggregates, max_partitions)
+            extra["aggregates"] = [int(a.max()) + 1 for a in parts]
+            start = None
+            if x0 is not None and np.shape(x0) == (n,) and np.all(np.isfinite(x0)):
+                start = np.clip(np.asarray(x0, float)[comp], 1e-300, None)
+                start /= start.sum()
+            pic, its, res = _iad(Qc, parts, tol, maxiter, sweeps, x0=start)
+            if not res <= tol and method == "auto":
+                chosen = "iad+sor"
+                pic, it2 = _sor(Qc, tol, 10 * maxiter, x0=pic if np.all(np.isfinite(pic)) else None)
+                its += it2
+                res = _residual(Qc, pic)
+        else:
+            pic, its = _sor(Qc, tol, 10 * maxiter)
+            res = _residual(Qc, pic)
+        finite = bool(np.all(np.isfinite(pic)) and np.isfinite(res))
+        pi = np.zeros(n)
+        pi[comp] = pic if finite else 0.0
+        ok = bool(finite and res <= max(tol * 100, 1e-14) and pic.min() > -1e-10)
+        if ok:
+            status, msg = 0, "converged"
+        elif finite:
+            status, msg = 1, f"not converged: residual {res:.3g} (target {tol:.3g}) after {its} iterations"
+        else:
+            status, msg = 2, f"numerical failure: the {chosen} solver produced non-finite values"
+        pi = np.clip(pi, 0.0, None)
+        tot = pi.sum()
+        pi = pi / tot if tot > 0 else np.full(n, np.nan)
+    return SteadyState(pi=pi, success=ok, status=status, message=msg, method=chosen,
+                       residual=float(res), iterations=its, seconds=time.perf_counter() - t0,
                        transient_states=n - comp.size, extra=extra)
 
 
