@@ -12,7 +12,15 @@ markings,
 
 by summing the series R_TV P_VV^k P_VT (finite when the vanishing graph is
 acyclic; geometric otherwise), after checking that every vanishing marking can
-reach a tangible one (otherwise the net has a *timeless trap*).
+reach a tangible one (otherwise the net has a *timeless trap*). The tangible
+states are numbered in lexicographic order of their markings (places with more
+distinct values first), and the generator is assembled by one compiled pass
+(merge duplicate rates, diagonal = minus the row sum, sorted columns).
+
+Memory: :func:`reach_memory_bytes` bounds the peak of exploring and solving a net
+with a given state cap; :func:`explore` checks it, against the memory available,
+every time its arrays grow, and refuses with :class:`~hetsched.errors.ModelError`
+before allocating what the machine does not have.
 """
 
 from __future__ import annotations
@@ -92,20 +100,22 @@ class StateSpace:
 def reach_memory_bytes(net: Net, max_states: int = DEFAULT_MAX_STATES) -> int:
     """Estimated peak memory (bytes) of exploring and solving ``net`` with up to ``max_states`` markings.
 
-    Per marking: the stored marking (4 B per place, twice while the store grows), the
-    hash table (8 B x up to 4 slots), and the firings (at most one per transition, 28 B
-    each, twice while the batches are joined); then the tangible CTMC (12 B per rate
-    plus its CSC copy) and the steady-state vectors (10 x 8 B). An upper bound when
-    every transition fires in every marking; the 10^6-state gang GSPN (9 transitions)
-    peaks at about a third of it. The command line calls it to refuse a cap that cannot
-    fit; :func:`explore` checks the same estimate for the markings actually reached
-    each time its arrays grow.
+    Per marking: the stored marking and its final copy (12 B per place), the hash
+    table (32 B), the tangible numbering (24 B) and the steady-state vectors (80 B).
+    Per firing - at most one per transition and marking - 120 B: the edge lists and
+    their concatenation (56 B), the renumbered endpoints (16 B), and the generator's
+    assembly buffers, scipy copy and CSC copy (36 B), with slack. An upper bound when
+    every transition fires in every marking: for the 1,030,301-state gang GSPN of
+    ``benchmarks/bench_srn.py`` (5 places, 9 transitions) it gives 0.99 GiB, and that
+    run peaks at 0.83 GiB (VmHWM, interpreter included). The command line can call it
+    to refuse a cap that cannot fit; :func:`explore` checks it, for the markings it
+    is about to hold, every time its arrays grow.
     """
     if isinstance(max_states, bool) or not isinstance(max_states, (int, np.integer)) or max_states < 1:
         raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
     P = max(1, len(net.place_names))
     T = max(1, len(net.transitions))
-    per_state = 2 * 4 * P + 4 * 8 + 1 + T * 28 * 2 + (T + 1) * 12 * 2 + 10 * 8
+    per_state = 12 * P + 32 + 24 + 80 + 120 * T
     return int(max_states) * per_state
 
 

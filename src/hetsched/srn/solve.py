@@ -6,24 +6,29 @@ connected component (transient states get probability 0):
 * ``direct``: sparse LU (SuperLU, COLAMD ordering) of the system with one
   unknown fixed, ``Q[-k,-k]^T x = -Q[k,-k]^T`` - no dense normalisation row, so
   no extra fill-in.
-* ``iad``: iterative aggregation-disaggregation (Koury-McAllister-Stewart):
-  each iteration solves the chain aggregated over the values of a few places
-  (exactly, by GTH elimination) to fix the probability mass of each aggregate,
-  then smooths with compiled Gauss-Seidel sweeps. The aggregates default to the
-  places with the most distinct values (the slow, queue-like directions), at
-  most ``max_aggregates`` of them; ``aggregate_by`` chooses them explicitly.
+* ``iad``: iterative aggregation-disaggregation (Koury-McAllister-Stewart)
+  over several partitions: each iteration visits, in turn, the partition of
+  the states by the value of each of the (up to ``max_partitions`` = 3) places
+  with the most distinct values - the slow, queue-like directions; for each it
+  solves the aggregated chain exactly (GTH elimination) to fix the probability
+  mass of each aggregate, then smooths with ``sweeps`` compiled Gauss-Seidel
+  sweeps. The states arrive in lexicographic order of their markings (see
+  :func:`hetsched.srn.reach.to_ctmc`), so a sweep follows those directions.
+  ``aggregate_by`` gives one partition by the joint marking of chosen places.
 * ``sor``: plain compiled Gauss-Seidel/SOR sweeps.
 * ``auto`` (default): ``direct`` up to ``direct_limit`` states, else ``iad``,
   and ``sor`` if ``iad`` stalls.
 
-Sparse LU fill-in grows fast on multi-dimensional state spaces (a 10^5-state
-gang model takes minutes and GBs with SuperLU), which is why large chains go to
-``iad``: its cost per iteration is a few passes over the non-zeros of Q.
+Sparse LU fill-in grows fast on multi-dimensional state spaces, which is why
+large chains go to ``iad``: its cost per iteration is a few passes over the
+non-zeros of Q per partition (18 iterations on the 10^6-state gang GSPN of
+``benchmarks/bench_srn.py``).
 
 Stopping rule of the iterative methods: the normalised residual
 ``||pi Q||_1 / max_i |q_ii|`` is at most ``tol``; the reached residual is
-re-checked for every method and a failure is reported (``success=False``), never
-returned silently.
+re-checked for every method and a failure is reported (``success=False``, ``status``
+1 = not converged, 2 = non-finite values), never returned silently; NumPy/SciPy
+warnings inside the solvers are turned into these statuses.
 """
 
 from __future__ import annotations
