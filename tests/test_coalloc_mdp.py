@@ -82,7 +82,7 @@ def test_compiled_builder_equals_its_python_execution() -> None:
         outs = []
         for fn in (_coalloc_kernel, _coalloc_kernel.py_func):
             arrs = (np.empty((S, 6), np.int64), np.empty(S + 1, np.int64), np.empty(K, np.int64), np.empty(K),
-                    np.empty(K), np.empty(K + 1, np.int64), np.empty(_ROW_MAX * K, np.int64), np.empty(_ROW_MAX * K))
+                    np.empty(K), np.empty(K + 1, np.int32), np.empty(_ROW_MAX * K, np.int32), np.empty(_ROW_MAX * K))
             nnz = fn(D, prm.lam1, prm.lam2, prm.mu1, prm.mu2, prm.mu3, prm.p, prm.c1, prm.c2, prm.nu_used,
                      prm.self_loop == "post", prm.boundary == "absorb", CONFIGS, _CFG_LUT, *arrs)
             outs.append((nnz, [a[: nnz] if i >= 6 else a for i, a in enumerate(arrs)]))

@@ -234,7 +234,7 @@ def test_assemble_generator_against_scipy():
     R.eliminate_zeros()
     expect = (R - sp.diags(np.asarray(R.sum(axis=1)).ravel())).toarray()
     for f in (K.assemble_generator, K.assemble_generator.py_func):
-        ip, ind, d = np.empty(n + 1, np.int64), np.empty(m + n, np.int64), np.empty(m + n)
+        ip, ind, d = np.empty(n + 1, np.int32), np.empty(m + n, np.int32), np.empty(m + n)
         nnz = f(n, rows, cols, vals, ip, ind, d)
         Q = sp.csr_matrix((d[:nnz], ind[:nnz], ip), shape=(n, n))
         np.testing.assert_allclose(Q.toarray(), expect, rtol=1e-14, atol=1e-15)
