@@ -321,3 +321,17 @@ def test_fast_default_solver_equals_plain_value_iteration(kw) -> None:
     tol = 1e-9 * np.abs(plain.values).max()
     assert np.all(fast.result.lower <= plain.upper + tol)
     assert np.all(plain.lower <= fast.result.upper + tol)
+
+
+def test_overload_is_reported() -> None:
+    # work-conservation bounds: rho2 >= 1, or more node-time than the nodes have, is unstable under every policy
+    assert params(rho=0.8).overload_reason() is None
+    assert "rho2 = 1.5" in params(rho=1.5).overload_reason()
+    # rho1 = 1.2, p = 0.6: lambda1 = 2.4 / 1.4 = 1.714; with mu3 = 0.7 a co-allocated job still holds a
+    # cluster-1 node for 1 / 0.7 = 1.43 > 1 time units, so cluster 1 needs at least
+    # 1.714 (0.6 + 0.4 x 1.43) = 2.007 node-time per unit time: more than its 2 nodes
+    prm = CoallocParams.from_loads(rho1=1.2, rho2=0.1, mu3=0.7, p=0.6, delta=4)
+    assert "cluster 1" in prm.overload_reason()
+    # a fast co-allocated service (mu3 = 5) lets cluster 1 at rho1 = 1.05 borrow cluster 2's idle node
+    assert CoallocParams.from_loads(rho1=1.05, rho2=0.1, mu3=5.0, p=0.6, delta=4).overload_reason() is None
+    assert solve_coalloc(params(rho=1.5, delta=4)).as_dict()["overload"].startswith("rho2")
