@@ -156,14 +156,16 @@ def main(quick: bool = False) -> list[dict]:
             exact = {"GQ": _mm1c_mean(3.0, 4.0, C), "LQ1": 8.5, "LQ2": 8.5}
             acc = max(abs(r["measures"][p] - v) / v for p, v in exact.items())
             note_ref += f"; max rel. error vs the closed forms (M/M/1/C, M/M/inf) {acc:.1e}"
-        rows.append({"benchmark": name, "size": f"{n} tangible states", "metric": "wall s, generate + solve + 4 measures",
+        rows.append({"benchmark": name, "size": f"{n} tangible states",
+                     "metric": "wall s, generate + solve + 4 measures",
                      "hetsched": r["wall"], "reference": ref, "ratio": (ref / r["wall"]) if ref else None,
                      "command": CMD, "note": (f"median of {reps}; CPU {r['cpu']:.2f} s; wall by phase: {ph}; "
                                               f"CPU by phase: {cph}; {r['method']} {r['iterations']} it, residual "
                                               f"{r['residual']:.1e}; {note_ref}; ratio = Storm / hetsched")})
-        rows.append({"benchmark": name, "size": f"{n} tangible states", "metric": "peak RSS GB (own process)",
+        rows.append({"benchmark": name, "size": f"{n} tangible states", "metric": "peak RSS GiB (own process)",
                      "hetsched": r["rss_gb"], "reference": None, "ratio": None, "command": CMD,
-                     "note": "VmHWM of the subprocess that solved this size, interpreter and kernels included (target < 4 GB at 1e6)"})
+                     "note": "VmHWM of the subprocess that solved this size, interpreter and kernels included "
+                             "(target < 4 GB at 1e6)"})
     if "1e6" in walls:
         for what, d in (("wall", walls), ("CPU", cpus)):
             rows.append({"benchmark": "srn gang GSPN scaling", "size": "1e5 -> 1e6 states",
