@@ -1,7 +1,8 @@
 """Run every benchmark in this folder and print one table (``make bench``).
 
 Each ``bench_*.py`` defines ``main(quick: bool = False) -> list[dict]`` with rows
-``benchmark, metric, hetsched, reference, ratio, note``. Ratios compare hetsched
+``benchmark, metric, hetsched, reference, ratio, note`` (and optionally ``size``,
+the problem size, and ``command``, the command that reproduces the row). Ratios compare hetsched
 with a reference run in the same process (medians of repeats). Pass ``--quick``
 for a short run, or names to select (``python benchmarks/run.py lp sim``).
 """
@@ -41,7 +42,7 @@ def main(argv: list[str]) -> int:
             traceback.print_exc()
             failed.append(f.stem)
         print(f"[{f.stem}: {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
-    cols = ["benchmark", "metric", "hetsched", "reference", "ratio", "note"]
+    cols = ["benchmark", "size", "metric", "hetsched", "reference", "ratio", "command", "note"]
     table = [[_fmt(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(t[k]) for t in table)) if table else len(c) for k, c in enumerate(cols)]
     print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))

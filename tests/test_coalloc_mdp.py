@@ -13,9 +13,11 @@ from hetsched.mdp.coalloc import (
     average_cost,
     build_coalloc,
     coalloc_event_model,
+    coalloc_memory_bytes,
     decision_table,
     heuristic_policy,
     local_policy,
+    n_pairs,
     n_states,
     policy_from_table,
     solve_coalloc,
@@ -29,13 +31,82 @@ def params(**kw) -> CoallocParams:
     return CoallocParams.from_loads(**base)
 
 
-@pytest.mark.parametrize("delta", [1, 2, 30, 100, 200])
-def test_state_count(delta: int) -> None:
-    # §4: 6 (Delta+1)(2 Delta+1); 11346 / 121806 / 483606 for Delta = 30 / 100 / 200
-    assert n_states(delta) == 6 * (delta + 1) * (2 * delta + 1)
-    if delta <= 30:
-        assert build_coalloc(params(delta=delta)).ctmdp.n_states == n_states(delta)
-    assert n_states(30) == 11346 and n_states(100) == 121806 and n_states(200) == 483606
+def _paper_state_set(delta: int) -> set[tuple[int, ...]]:
+    """Lambda = Lambda_1 u Lambda_2 of §2, enumerated from the set definition, truncated at q1, q2 <= Delta."""
+    out = set()
+    for q1 in range(delta + 1):
+        for q2 in range(delta + 1):
+            for g in ((0,) if q1 == 0 else (1, 2)):
+                for x1 in range(3):
+                    for x2 in range(2):
+                        for x11 in range(2):
+                            if x1 + 2 * x2 + x11 <= 2:
+                                out.add((q1, q2, g, x1, x2, x11))
+    return out
+
+
+@pytest.mark.parametrize("delta", [1, 2, 3, 5])
+def test_state_count_by_breadth_first_search(delta: int) -> None:
+    # independent truths: the states reachable from the empty system by a breadth-first search of the
+    # transition rules written line by line from §2 (coalloc_event_model) are the paper's set Lambda,
+    # enumerated from its definition and truncated at Delta; its size is the closed form of §4
+    lam = _paper_state_set(delta)
+    assert len(lam) == n_states(delta)
+    post = coalloc_event_model(params(delta=delta, self_loop="post"))
+    assert set(post.labels) == lam and post.n_pairs == n_pairs(delta)
+    # with the printed uniformization (self-loop back to the pre-decision state) one state of Lambda is
+    # only ever a post-decision state: co-allocating the last job of queue 1 next to a one-node job
+    # while cluster 2 is empty; it stays in the state space (the paper counts it) but is not reached
+    pre = coalloc_event_model(params(delta=delta))
+    assert lam - set(pre.labels) == {(0, 0, 0, 1, 0, 1)} and pre.n_pairs == n_pairs(delta) - 1
+    # the compiled builder enumerates exactly Lambda, with one pair per admissible action
+    for sl in ("pre", "post"):
+        m = build_coalloc(params(delta=delta, self_loop=sl))
+        assert set(map(tuple, m.states.tolist())) == lam
+        assert m.ctmdp.n_states == len(lam) and m.ctmdp.n_pairs == post.n_pairs
+
+
+def test_state_count_published() -> None:
+    # §4: "We choose Delta = 30 which yields 11346 states"
+    m = build_coalloc(params(delta=30))
+    assert m.ctmdp.n_states == 11346 == n_states(30)
+
+
+def test_compiled_builder_equals_its_python_execution() -> None:
+    # the numba kernel run as plain Python (its py_func) writes the same arrays
+    from hetsched.mdp.coalloc import _CFG_LUT, _ROW_MAX, CONFIGS, _coalloc_kernel
+
+    for prm in (params(delta=3), params(delta=3, self_loop="post", boundary="absorb", p=1.0)):
+        D = prm.delta
+        S, K = n_states(D), n_pairs(D)
+        outs = []
+        for fn in (_coalloc_kernel, _coalloc_kernel.py_func):
+            arrs = (np.empty((S, 6), np.int64), np.empty(S + 1, np.int64), np.empty(K, np.int64), np.empty(K),
+                    np.empty(K), np.empty(K + 1, np.int32), np.empty(_ROW_MAX * K, np.int32), np.empty(_ROW_MAX * K))
+            nnz = fn(D, prm.lam1, prm.lam2, prm.mu1, prm.mu2, prm.mu3, prm.p, prm.c1, prm.c2, prm.nu_used,
+                     prm.self_loop == "post", prm.boundary == "absorb", CONFIGS, _CFG_LUT, *arrs)
+            outs.append((nnz, [a[: nnz] if i >= 6 else a for i, a in enumerate(arrs)]))
+        assert outs[0][0] == outs[1][0]
+        for a, b in zip(outs[0][1], outs[1][1]):
+            assert np.array_equal(a, b)
+
+
+def test_memory_estimate_bounds_the_model_and_refuses_huge_delta() -> None:
+    from hetsched._memory import ensure_fits
+
+    m = build_coalloc(params(delta=30))
+    c = m.ctmdp
+    used = (m.states.nbytes + c.state_ptr.nbytes + c.sa_action.nbytes + c.cost.nbytes + c.kill.nbytes
+            + c.R.data.nbytes + c.R.indices.nbytes + c.R.indptr.nbytes + c.out.nbytes + c.sa_state.nbytes)
+    est = coalloc_memory_bytes(30)
+    assert used <= est <= 10 * used
+    # refused before anything is allocated, with the size named
+    with pytest.raises(ModelError, match="delta = 100000: needs about .* of memory"):
+        build_coalloc(params(delta=100_000))
+    with pytest.raises(ModelError, match="needs about 2 KB"):
+        ensure_fits("x", 2048, available=1024)
+    with pytest.raises(ModelError, match="delta"):
+        coalloc_memory_bytes(0)
 
 
 def test_loads() -> None:
@@ -48,11 +119,11 @@ def test_loads() -> None:
 
 @pytest.mark.parametrize("self_loop", ["pre", "post"])
 @pytest.mark.parametrize("boundary", ["block", "absorb"])
-def test_vectorized_builder_equals_event_description(self_loop: str, boundary: str) -> None:
+def test_compiled_builder_equals_event_description(self_loop: str, boundary: str) -> None:
     prm = params(delta=4, self_loop=self_loop, boundary=boundary)
     vec = build_coalloc(prm)
     ref = coalloc_event_model(prm)
-    # every state reachable from the empty system is in the vectorized model, with the same pairs
+    # every state reachable from the empty system is in the compiled model, with the same pairs
     idx = np.array([int(vec.index(*s)) for s in ref.labels])
     assert len(set(idx.tolist())) == ref.n_states
     c = vec.ctmdp
@@ -250,3 +321,17 @@ def test_fast_default_solver_equals_plain_value_iteration(kw) -> None:
     tol = 1e-9 * np.abs(plain.values).max()
     assert np.all(fast.result.lower <= plain.upper + tol)
     assert np.all(plain.lower <= fast.result.upper + tol)
+
+
+def test_overload_is_reported() -> None:
+    # work-conservation bounds: rho2 >= 1, or more node-time than the nodes have, is unstable under every policy
+    assert params(rho=0.8).overload_reason() is None
+    assert "rho2 = 1.5" in params(rho=1.5).overload_reason()
+    # rho1 = 1.2, p = 0.6: lambda1 = 2.4 / 1.4 = 1.714; with mu3 = 0.7 a co-allocated job still holds a
+    # cluster-1 node for 1 / 0.7 = 1.43 > 1 time units, so cluster 1 needs at least
+    # 1.714 (0.6 + 0.4 x 1.43) = 2.007 node-time per unit time: more than its 2 nodes
+    prm = CoallocParams.from_loads(rho1=1.2, rho2=0.1, mu3=0.7, p=0.6, delta=4)
+    assert "cluster 1" in prm.overload_reason()
+    # a fast co-allocated service (mu3 = 5) lets cluster 1 at rho1 = 1.05 borrow cluster 2's idle node
+    assert CoallocParams.from_loads(rho1=1.05, rho2=0.1, mu3=5.0, p=0.6, delta=4).overload_reason() is None
+    assert solve_coalloc(params(rho=1.5, delta=4)).as_dict()["overload"].startswith("rho2")

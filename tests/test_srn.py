@@ -216,3 +216,65 @@ def test_kernels_match_their_python_versions():
         out.append((n, idx.copy()))
     assert out[0][0] == out[1][0] == np.unique(cand, axis=0).shape[0]
     assert np.array_equal(out[0][1], out[1][1])
+
+
+def test_assemble_generator_against_scipy():
+    """The compiled generator assembly equals scipy's COO -> CSR (duplicates summed, self-rates dropped)."""
+    import scipy.sparse as sp
+
+    from hetsched.srn import _kernels as K
+
+    rng = np.random.default_rng(7)
+    n, m = 40, 300
+    rows, cols = rng.integers(0, n, m), rng.integers(0, n, m)
+    rows[:5] = 3  # state 3 gets several rates, states never drawn stay absorbing
+    vals = rng.random(m) + 0.1
+    R = sp.coo_matrix((vals, (rows, cols)), shape=(n, n)).tocsr()
+    R.setdiag(0.0)
+    R.eliminate_zeros()
+    expect = (R - sp.diags(np.asarray(R.sum(axis=1)).ravel())).toarray()
+    for f in (K.assemble_generator, K.assemble_generator.py_func):
+        ip, ind, d = np.empty(n + 1, np.int32), np.empty(m + n, np.int32), np.empty(m + n)
+        nnz = f(n, rows, cols, vals, ip, ind, d)
+        Q = sp.csr_matrix((d[:nnz], ind[:nnz], ip), shape=(n, n))
+        np.testing.assert_allclose(Q.toarray(), expect, rtol=1e-14, atol=1e-15)
+        assert np.all(d[:nnz] != 0)  # no explicit zeros
+        for i in range(n):  # columns sorted in every row
+            assert np.all(np.diff(ind[ip[i]:ip[i + 1]]) > 0)
+
+
+def test_iad_with_several_partitions_equals_direct_solution():
+    """Multi-partition IAD (one partition per queue-like place) against sparse LU on a 3-D gang GSPN."""
+    from hetsched.srn.storm import GangGSPN, gang_gspn
+
+    c = to_ctmc(explore(gang_gspn(GangGSPN(servers=10, capacity=12, gang_size=3))))
+    a = steady_state(c, method="direct")
+    b = steady_state(c, method="iad")
+    assert b.success and len(b.extra["aggregates"]) >= 2 and b.iterations < 200
+    np.testing.assert_allclose(b.pi, a.pi, rtol=1e-8, atol=1e-14)
+
+
+def test_memory_estimate_refuses_a_state_space_that_cannot_fit(monkeypatch):
+    import hetsched._memory as mem
+    from hetsched.srn.reach import reach_memory_bytes
+
+    net = mmck_rate_net(1.0, 2.0, 1, 5000)
+    est = reach_memory_bytes(net, 5001)
+    space = explore(net)
+    used = space.markings.nbytes + space.src.nbytes + space.dst.nbytes + space.trans.nbytes + space.value.nbytes
+    assert used <= est
+    with pytest.raises(ModelError, match="max_states"):
+        reach_memory_bytes(net, 0)
+    # on a machine with 64 KB free the exploration stops with one line before growing its arrays
+    monkeypatch.setattr(mem, "available_bytes", lambda: 64 * 1024)
+    with pytest.raises(ModelError, match=r"state space of net 'mmck' \(reached \d+ markings.*needs about"):
+        explore(net)
+
+
+def test_non_convergence_is_a_status_not_an_exception():
+    from hetsched.srn.storm import GangGSPN, gang_gspn
+
+    c = to_ctmc(explore(gang_gspn(GangGSPN(servers=10, capacity=12, gang_size=3))))
+    for method in ("iad", "sor"):
+        st = steady_state(c, method=method, maxiter=1)
+        assert not st.success and st.status == 1 and "not converged" in st.message

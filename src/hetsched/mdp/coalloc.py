@@ -112,6 +112,8 @@ __all__ = [
     "policy_from_table",
     "average_cost",
     "n_states",
+    "n_pairs",
+    "coalloc_memory_bytes",
 ]
 
 #: the six server configurations ``(x1, x2, x11)`` with ``x1 + 2 x2 + x11 <= 2``
@@ -123,8 +125,45 @@ Method = Literal["gauss-seidel", "jacobi", "policy-iteration", "modified-policy-
 
 
 def n_states(delta: int) -> int:
-    """``6 (Delta + 1) (2 Delta + 1)`` (§4)."""
+    """Number of states ``6 (Delta + 1) (2 Delta + 1)`` (§4).
+
+    Derivation: ``(x1, x2, x11)`` takes the six configurations of :data:`CONFIGS`;
+    ``q2`` takes ``Delta + 1`` values; ``(q1, g)`` is ``(0, 0)`` or ``q1 = 1..Delta``
+    with ``g in {1, 2}``, i.e. ``2 Delta + 1`` values. These are the paper's set
+    ``Lambda`` truncated at ``Delta``. All are reachable from the empty system except,
+    under ``self_loop="pre"``, ``(0, 0, 0, 1, 0, 1)``, which is then only a
+    post-decision state (the tests check both by a breadth-first search of the
+    transition rules of :func:`coalloc_event_model`).
+    """
     return 6 * (delta + 1) * (2 * delta + 1)
+
+
+def n_pairs(delta: int) -> int:
+    """Number of state-action pairs: every state, plus ``2 Delta (Delta + 1)`` with a choice.
+
+    A choice exists in ``g = 2, x11 = 0, theta >= 1``: ``q1 = 1..Delta``, any ``q2``,
+    ``(x1, x2) in {(0, 0), (1, 0)}``.
+    """
+    return n_states(delta) + 2 * delta * (delta + 1)
+
+
+def coalloc_memory_bytes(delta: int) -> int:
+    """Estimated peak memory (bytes) of building and solving the model at truncation ``delta``.
+
+    Builder: states (48 B), state pointers, per-pair action/cost/kill (24 B) and the
+    CSR buffers sized for 18 targets per pair (touched only where used: 6 rates per
+    pair on average, 12 B each, counted twice for the trimmed copy). Default solver:
+    the value vectors (5 x 8 B per state), the pre-scaled rates (8 B per rate), and
+    Anderson's history (2 x 8 x 4 B per state). Used by :func:`build_coalloc` and the
+    command line to refuse a ``delta`` that cannot fit before allocating anything.
+    """
+    if not isinstance(delta, (int, np.integer)) or delta < 1:
+        raise ModelError(f"delta: the truncation level must be an integer >= 1, got {delta!r}")
+    S, K = n_states(int(delta)), n_pairs(int(delta))
+    nnz = 6 * K
+    build = 48 * S + 8 * S + 24 * K + 12 * K + 2 * 12 * nnz
+    solve = 5 * 8 * S + 8 * nnz + 4 * K + 2 * 8 * 4 * S + 3 * 8 * K
+    return int(build + solve)
 
 
 @dataclass(frozen=True)
@@ -228,6 +267,30 @@ class CoallocParams:
             return float(self.nu)
         return self.lam1 + self.lam2 + 2 * self.mu1 + self.mu2 + self.mu3
 
+    def overload_reason(self) -> str | None:
+        """Why the *untruncated* system is unstable under every policy, or ``None`` if these bounds allow stability.
+
+        Work conservation gives three necessary conditions for stability (preemptive-resume
+        keeps every job's work): cluster 2 alone must keep up, ``rho2 < 1`` (co-allocation only
+        takes its node away); cluster 1's two nodes must serve every one-node job and at
+        least one node of every two-node job, ``lambda1 (p / mu1 + (1 - p) min(2 / mu1, 1 / mu3)) < 2``;
+        and the three nodes together must serve all the node-time,
+        ``lambda1 (p / mu1 + 2 (1 - p) / max(mu1, mu3)) + lambda2 / mu2 < 3``. The truncated
+        model always has an optimal policy; when one of these fails, that policy only
+        describes a system that blocks arrivals at ``Delta``.
+        """
+        lam1, lam2, p = self.lam1, self.lam2, self.p
+        if self.rho2 >= 1:
+            return f"rho2 = {self.rho2:.4g} >= 1: cluster 2 alone cannot keep up under any policy"
+        c1 = lam1 * (p / self.mu1 + (1 - p) * min(2 / self.mu1, 1 / self.mu3))
+        if c1 >= 2:
+            return (f"cluster 1 needs {c1:.4g} >= 2 nodes' worth of work per unit time even when co-allocating "
+                    f"(rho1 = {self.rho1:.4g})")
+        tot = lam1 * (p / self.mu1 + 2 * (1 - p) / max(self.mu1, self.mu3)) + lam2 / self.mu2
+        if tot >= 3:
+            return f"the two clusters need {tot:.4g} >= 3 nodes' worth of work per unit time"
+        return None
+
     def with_(self, **kw: Any) -> "CoallocParams":
         return replace(self, **kw)
 
@@ -246,23 +309,182 @@ def _state_index(delta: int, q1, q2, g, cfg):
     return (level * (delta + 1) + q2) * 6 + cfg
 
 
-def _cfg_of(x1, x2, x11):
-    # x1 + 2 x2 + x11 <= 2 with the CONFIGS order; -1 for an invalid triple
+def _make_cfg_lut() -> np.ndarray:
     lut = np.full((3, 2, 2), -1, dtype=np.int64)
     for i, (a, b, c) in enumerate(CONFIGS):
         lut[a, b, c] = i
-    return lut[np.asarray(x1), np.asarray(x2), np.asarray(x11)]
+    return lut
 
 
-def _all_states(delta: int) -> np.ndarray:
-    """``(S, 6)`` array of ``(q1, q2, g, x1, x2, x11)`` in index order."""
-    levels = 2 * delta + 1
-    L, Q2, C = np.meshgrid(np.arange(levels), np.arange(delta + 1), np.arange(6), indexing="ij")
-    L, Q2, C = L.ravel(), Q2.ravel(), C.ravel()
-    q1 = np.where(L == 0, 0, 1 + (L - 1) // 2)
-    g = np.where(L == 0, 0, 1 + (L - 1) % 2)
-    x = CONFIGS[C]
-    return np.column_stack([q1, Q2, g, x[:, 0], x[:, 1], x[:, 2]]).astype(np.int64)
+#: ``_CFG_LUT[x1, x2, x11]`` = index in :data:`CONFIGS` (-1 for an invalid triple)
+_CFG_LUT = _make_cfg_lut()
+
+
+def _cfg_of(x1, x2, x11):
+    # x1 + 2 x2 + x11 <= 2 with the CONFIGS order; -1 for an invalid triple
+    return _CFG_LUT[np.asarray(x1), np.asarray(x2), np.asarray(x11)]
+
+
+# --------------------------------------------------------------------------- the compiled builder
+
+try:  # numba is a hard dependency; the fallback keeps a NUMBA_DISABLE_JIT-style run simple
+    from numba import njit
+except ImportError:  # pragma: no cover
+    def njit(*args: Any, **kwargs: Any) -> Any:
+        if args and callable(args[0]):
+            return args[0]
+        return lambda f: f
+
+#: most distinct targets of one state-action pair: 2 post-decision branches x (8 events + 1 self-loop)
+_ROW_MAX = 18
+
+
+@njit(cache=True, inline="always")
+def _sidx(D, q1, q2, g, cfg):
+    # index of (q1, q2, g, cfg): level 0 for q1 = 0, 2 (q1-1) + g for q1 >= 1 (as _state_index)
+    level = 0 if q1 == 0 else 2 * (q1 - 1) + g
+    return (level * (D + 1) + q2) * 6 + cfg
+
+
+@njit(cache=True, inline="always")
+def _add(bc, bv, n, j, w):
+    # accumulate rate w to target j in the row buffer (at most _ROW_MAX distinct targets)
+    for t in range(n):
+        if bc[t] == j:
+            bv[t] += w
+            return n
+    bc[n] = j
+    bv[n] = w
+    return n + 1
+
+
+@njit(cache=True)
+def _coalloc_kernel(D, lam1, lam2, mu1, mu2, mu3, p, c1, c2, nu, post, absorb,
+                    cfgs, lut, states, state_ptr, sa_action, cost, kill, indptr, indices, data):
+    """Compiled, no checks: enumerate every state and pair of the model into the given arrays.
+
+    Writes ``states`` (S, 6), ``state_ptr`` (S+1), per-pair ``sa_action``, ``cost``, ``kill``,
+    and the CSR rows ``indptr``/``indices``/``data`` (targets sorted, duplicates merged, the
+    pair's own state dropped; ``indices``/``data`` sized for ``_ROW_MAX`` per pair).
+    Returns the number of non-zeros.
+    """
+    bc = np.empty(_ROW_MAX, np.int64)
+    bv = np.empty(_ROW_MAX, np.float64)
+    s = 0
+    k = 0
+    nnz = 0
+    indptr[0] = 0
+    state_ptr[0] = 0
+    for level in range(2 * D + 1):
+        q1 = 0 if level == 0 else 1 + (level - 1) // 2
+        g = 0 if level == 0 else 1 + (level - 1) % 2
+        for q2 in range(D + 1):
+            for cfg in range(6):
+                x1, x2, x11 = cfgs[cfg, 0], cfgs[cfg, 1], cfgs[cfg, 2]
+                states[s, 0] = q1
+                states[s, 1] = q2
+                states[s, 2] = g
+                states[s, 3] = x1
+                states[s, 4] = x2
+                states[s, 5] = x11
+                theta = 2 - x1 - 2 * x2 - x11
+                n_act = 2 if (g == 2 and x11 == 0 and theta >= 1) else 1
+                c = c1 * (q1 + x1 + x2 + x11) + c2 * q2
+                for d in range(n_act):
+                    # post-decision branches Psi_d(S): (g', prob) with the moved job's configuration
+                    moves = d == 1 or (g > 0 and theta >= g)
+                    nx1, nx2, nx11, nq1 = x1, x2, x11, q1
+                    if moves:
+                        nq1 = q1 - 1
+                        if d == 1:
+                            nx11 = x11 + 1
+                        elif g == 1:
+                            nx1 = x1 + 1
+                        else:
+                            nx2 = x2 + 1
+                    n = 0
+                    kl = 0.0
+                    for branch in range(2):
+                        if not moves:
+                            if branch == 1:
+                                break
+                            gX, prob = g, 1.0
+                        elif nq1 == 0:
+                            if branch == 1:
+                                break
+                            gX, prob = 0, 1.0
+                        else:
+                            gX, prob = (1, p) if branch == 0 else (2, 1.0 - p)
+                        if prob <= 0.0:
+                            continue
+                        cX = lut[nx1, nx2, nx11]
+                        total = 0.0
+                        # arrival to queue 1
+                        if nq1 == 0:
+                            w = prob * lam1 * p
+                            if w > 0.0:
+                                n = _add(bc, bv, n, _sidx(D, 1, q2, 1, cX), w)
+                            w = prob * lam1 * (1.0 - p)
+                            if w > 0.0:
+                                n = _add(bc, bv, n, _sidx(D, 1, q2, 2, cX), w)
+                            total += lam1
+                        elif nq1 < D:
+                            w = prob * lam1
+                            if w > 0.0:
+                                n = _add(bc, bv, n, _sidx(D, nq1 + 1, q2, gX, cX), w)
+                            total += lam1
+                        elif absorb:
+                            kl += prob * lam1
+                            total += lam1
+                        # arrival to queue 2
+                        if q2 < D:
+                            w = prob * lam2
+                            if w > 0.0:
+                                n = _add(bc, bv, n, _sidx(D, nq1, q2 + 1, gX, cX), w)
+                            total += lam2
+                        elif absorb:
+                            kl += prob * lam2
+                            total += lam2
+                        # completions
+                        if nx1 > 0:
+                            n = _add(bc, bv, n, _sidx(D, nq1, q2, gX, lut[nx1 - 1, nx2, nx11]), prob * (mu1 * nx1))
+                            total += mu1 * nx1
+                        if nx2 > 0:
+                            n = _add(bc, bv, n, _sidx(D, nq1, q2, gX, lut[nx1, nx2 - 1, nx11]), prob * (mu1 * nx2))
+                            total += mu1 * nx2
+                        if nx11 > 0:
+                            n = _add(bc, bv, n, _sidx(D, nq1, q2, gX, lut[nx1, nx2, nx11 - 1]), prob * (mu3 * nx11))
+                            total += mu3 * nx11
+                        elif q2 > 0:
+                            n = _add(bc, bv, n, _sidx(D, nq1, q2 - 1, gX, cX), prob * mu2)
+                            total += mu2
+                        if post:  # the fictitious transition of rate nu - r(X) returns to X
+                            w = prob * (nu - total)
+                            if w > 0.0:
+                                n = _add(bc, bv, n, _sidx(D, nq1, q2, gX, cX), w)
+                    # one CSR row: drop the state itself (a self-rate changes nothing), sort targets
+                    for a in range(1, n):
+                        jc, jv = bc[a], bv[a]
+                        b = a - 1
+                        while b >= 0 and bc[b] > jc:
+                            bc[b + 1] = bc[b]
+                            bv[b + 1] = bv[b]
+                            b -= 1
+                        bc[b + 1] = jc
+                        bv[b + 1] = jv
+                    for a in range(n):
+                        if bc[a] != s and bv[a] > 0.0:
+                            indices[nnz] = bc[a]
+                            data[nnz] = bv[a]
+                            nnz += 1
+                    sa_action[k] = d
+                    cost[k] = c
+                    kill[k] = kl
+                    k += 1
+                    indptr[k] = nnz
+                s += 1
+                state_ptr[s] = k
+    return nnz
 
 
 # --------------------------------------------------------------------------- the model
@@ -293,103 +515,57 @@ class CoallocModel:
         return self.index(q1, q2, 2, x1, 0, 0)
 
 
-def _psi(S: np.ndarray, d: np.ndarray, p: float) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Post-decision states ``X`` (two branches, component arrays) and their probabilities."""
-    q1, q2, g, x1, x2, x11 = S.T
-    theta = 2 - x1 - 2 * x2 - x11
-    start_local = (d == 0) & (g > 0) & (theta >= g)
-    coalloc = d == 1
-    moves = start_local | coalloc
-    nx1 = x1 + (start_local & (g == 1))
-    nx2 = x2 + (start_local & (g == 2))
-    nx11 = x11 + coalloc
-    nq1 = np.where(moves, q1 - 1, q1)
-    # branch A: next head needs 1 node (or the queue empties / nothing moves)
-    gA = np.where(moves, np.where(nq1 == 0, 0, 1), g)
-    probA = np.where(moves & (nq1 > 0), p, 1.0)
-    XA = np.column_stack([nq1, q2, gA, nx1, nx2, nx11])
-    XB = np.column_stack([nq1, q2, np.full_like(g, 2), nx1, nx2, nx11])
-    probB = np.where(moves & (nq1 > 0), 1.0 - p, 0.0)
-    return [(XA, probA), (XB, probB)]
+_BUILDER_LOADED = False
 
 
-def _eta(X: np.ndarray, prm: CoallocParams):
-    """Events out of post-decision states ``X``: list of (target components, rate) and kill rates.
+def _warm_builder() -> None:
+    """Load the compiled builder (numba cache) once per process, so build times exclude it."""
+    global _BUILDER_LOADED
+    if not _BUILDER_LOADED:
+        S, K = n_states(1), n_pairs(1)
+        _coalloc_kernel(1, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.0, 1.0, 10.0, False, False, CONFIGS, _CFG_LUT,
+                        np.empty((S, 6), np.int64), np.empty(S + 1, np.int64), np.empty(K, np.int64),
+                        np.empty(K), np.empty(K), np.empty(K + 1, np.int32), np.empty(_ROW_MAX * K, np.int32),
+                        np.empty(_ROW_MAX * K))
+        _BUILDER_LOADED = True
 
-    A target is a tuple of the six component arrays ``(q1, q2, g, x1, x2, x11)``.
+
+def build_coalloc(params: CoallocParams, *, check_memory: bool = True) -> CoallocModel:
+    """Build the truncated CTMDP of §2-§3 with a compiled builder (Delta = 200 in about 0.05 s).
+
+    One numba pass enumerates the states in index order and writes the CSR rows of
+    every state-action pair directly (rates of ``Psi_d`` and ``eta`` as in the module
+    docstring; duplicate targets merged, the pair's own state dropped). The
+    line-by-line reference :func:`coalloc_event_model` is checked against it in the
+    tests. With ``check_memory`` the model is refused (``ModelError``) before anything
+    is allocated when :func:`coalloc_memory_bytes` exceeds the available memory.
     """
-    D = prm.delta
-    q1, q2, g, x1, x2, x11 = X.T
-    n = X.shape[0]
-    zero = np.zeros(n)
-    kill = np.zeros(n)
-    ev: list[tuple[np.ndarray, np.ndarray]] = []
-
-    comps = (q1, q2, g, x1, x2, x11)
-
-    def with_(**kw: np.ndarray) -> tuple[np.ndarray, ...]:
-        # component arrays of the target (views of X where unchanged: no copy of X)
-        return tuple(kw.get(name, c) for name, c in zip(("q1", "q2", "g", "x1", "x2", "x11"), comps))
-
-    room1 = q1 < D
-    # arrival to queue 1
-    ev.append((with_(q1=np.minimum(q1 + 1, D)), np.where(room1 & (q1 > 0), prm.lam1, zero)))
-    ev.append((with_(q1=np.ones_like(q1), g=np.ones_like(g)), np.where(q1 == 0, prm.lam1 * prm.p, zero)))
-    ev.append((with_(q1=np.ones_like(q1), g=np.full_like(g, 2)), np.where(q1 == 0, prm.lam1 * (1 - prm.p), zero)))
-    # arrival to queue 2
-    room2 = q2 < D
-    ev.append((with_(q2=np.minimum(q2 + 1, D)), np.where(room2, prm.lam2, zero)))
-    if prm.boundary == "absorb":
-        kill = kill + np.where(~room1, prm.lam1, 0.0) + np.where(~room2, prm.lam2, 0.0)
-    # completions
-    ev.append((with_(x1=np.maximum(x1 - 1, 0)), prm.mu1 * x1))
-    ev.append((with_(x2=np.maximum(x2 - 1, 0)), prm.mu1 * x2))
-    ev.append((with_(x11=np.maximum(x11 - 1, 0)), prm.mu3 * x11))
-    ev.append((with_(q2=np.maximum(q2 - 1, 0)), np.where((x11 == 0) & (q2 > 0), prm.mu2, zero)))
-    return ev, kill
-
-
-def build_coalloc(params: CoallocParams) -> CoallocModel:
-    """Build the truncated CTMDP of §2-§3 (vectorized; Delta = 200 in about a second)."""
-    t0 = time.perf_counter()
     D = params.delta
-    states = _all_states(D)
-    S = states.shape[0]
-    q1, q2, g, x1, x2, x11 = states.T
-    theta = 2 - x1 - 2 * x2 - x11
-    can = (g == 2) & (x11 == 0) & (theta >= 1)
-    sa_state = np.concatenate([np.arange(S), np.nonzero(can)[0]])
-    sa_action = np.concatenate([np.zeros(S, np.int64), np.ones(int(can.sum()), np.int64)])
-    K = sa_state.size
-    Sk = states[sa_state]
-    rows, cols, vals = [], [], []
-    kill = np.zeros(K)
-    nu = params.nu_used
-    pair = np.arange(K)
-    for X, prob in _psi(Sk, sa_action, params.p):
-        live = prob > 0
-        ev, kl = _eta(X, params)
-        kill += prob * kl
-        total = kl.copy()
-        for Y, rate in ev:
-            w = prob * rate
-            m = live & (w > 0)
-            rows.append(pair[m])
-            cols.append(_state_index(D, Y[0][m], Y[1][m], Y[2][m], _cfg_of(Y[3][m], Y[4][m], Y[5][m])))
-            vals.append(w[m])
-            total = total + rate
-        if params.self_loop == "post":
-            # the fictitious transition of rate nu - r(X) returns to X (a new decision epoch)
-            w = prob * (nu - total)
-            m = live & (w > 0)
-            rows.append(pair[m])
-            cols.append(_state_index(D, X[m, 0], X[m, 1], X[m, 2], _cfg_of(X[m, 3], X[m, 4], X[m, 5])))
-            vals.append(w[m])
-    R = sp.coo_matrix(  # from_pairs sorts, merges duplicates and converts to CSR once
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(K, S)
-    )
-    cost = params.c1 * (q1 + x1 + x2 + x11) + params.c2 * q2
-    model = CTMDP.from_pairs(sa_state, sa_action, R, cost[sa_state], S, kill=kill)
+    if check_memory:
+        from .._memory import ensure_fits
+
+        ensure_fits(f"mdp coalloc: delta = {D}", coalloc_memory_bytes(D))
+    _warm_builder()
+    t0 = time.perf_counter()
+    S = n_states(D)
+    K = n_pairs(D)
+    states = np.empty((S, 6), dtype=np.int64)
+    state_ptr = np.empty(S + 1, dtype=np.int64)
+    sa_action = np.empty(K, dtype=np.int64)
+    cost = np.empty(K)
+    kill = np.empty(K)
+    idx_t = np.int32 if S < 2**31 - 1 and _ROW_MAX * K < 2**31 - 1 else np.int64
+    indptr = np.empty(K + 1, dtype=idx_t)
+    indices = np.empty(_ROW_MAX * K, dtype=idx_t)  # untouched pages of the slack cost nothing
+    data = np.empty(_ROW_MAX * K)
+    nnz = _coalloc_kernel(D, params.lam1, params.lam2, params.mu1, params.mu2, params.mu3, params.p,
+                          params.c1, params.c2, params.nu_used, params.self_loop == "post",
+                          params.boundary == "absorb", CONFIGS, _CFG_LUT, states, state_ptr, sa_action,
+                          cost, kill, indptr, indices, data)
+    # views of the buffers, no copy: their untouched tail pages are never resident
+    R = sp.csr_matrix((data[:nnz], indices[:nnz], indptr), shape=(K, S), copy=False)
+    R.has_sorted_indices = True
+    model = CTMDP(S, 2, state_ptr, sa_action, R, cost, kill)
     return CoallocModel(params, model, states, time.perf_counter() - t0)
 
 
@@ -550,6 +726,7 @@ class CoallocSolution:
             "certified": {k: v.tolist() for k, v in self.certified.items()},
             "near_ties": {k: [list(t) for t in v] for k, v in self.near_ties().items()},
             "build_seconds": self.model.build_seconds,
+            "overload": self.model.params.overload_reason(),
         }
 
 

@@ -627,7 +627,7 @@ def _csr_arrays(model: CTMDP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR arrays of the rates, with 32-bit indices when they fit (less memory traffic per sweep)."""
     R = model.R
     it = np.int32 if R.nnz < 2**31 - 1 and model.n_states < 2**31 - 1 else np.int64
-    return R.indptr.astype(it), R.indices.astype(it), R.data.astype(np.float64)
+    return R.indptr.astype(it, copy=False), R.indices.astype(it, copy=False), R.data.astype(np.float64, copy=False)
 
 
 def _default_eps(model: CTMDP, beta: float) -> float:
@@ -840,7 +840,7 @@ def _evaluate_discounted(model: CTMDP, k: np.ndarray, beta: float) -> np.ndarray
     A = (sp.diags(beta + model.out[k]) - model.R[k]).tocsc()
     try:
         return spla.splu(A).solve(model.cost[k])
-    except RuntimeError as exc:  # singular: impossible for beta > 0, but report it
+    except (RuntimeError, MemoryError, ValueError) as exc:  # singular (impossible for beta > 0) or too big
         raise SolverError(f"policy evaluation failed: {exc}") from exc
 
 
@@ -944,7 +944,7 @@ def stationary_distribution(Q: sp.spmatrix) -> np.ndarray:
     b[-1] = 1.0
     try:
         pi = spla.splu(A.tocsc()).solve(b)
-    except RuntimeError as exc:
+    except (RuntimeError, MemoryError, ValueError) as exc:
         raise SolverError(f"stationary distribution: singular system ({exc}); is the chain irreducible?") from exc
     resid = float(np.abs(Q.T @ pi).max())
     scale = float(np.abs(Q.diagonal()).max()) or 1.0
@@ -1035,7 +1035,7 @@ def _evaluate_average(model: CTMDP, k: np.ndarray, ref: int) -> tuple[float, np.
     G[:, ref] = -np.ones((S, 1))
     try:
         x = spla.splu(G.tocsc()).solve(-model.cost[k])
-    except RuntimeError as exc:
+    except (RuntimeError, MemoryError, ValueError) as exc:
         raise SolverError(f"average-cost evaluation failed ({exc}); is the policy unichain?") from exc
     g = float(x[ref])
     h = x.copy()

@@ -12,7 +12,15 @@ markings,
 
 by summing the series R_TV P_VV^k P_VT (finite when the vanishing graph is
 acyclic; geometric otherwise), after checking that every vanishing marking can
-reach a tangible one (otherwise the net has a *timeless trap*).
+reach a tangible one (otherwise the net has a *timeless trap*). The tangible
+states are numbered in lexicographic order of their markings (places with more
+distinct values first), and the generator is assembled by one compiled pass
+(merge duplicate rates, diagonal = minus the row sum, sorted columns).
+
+Memory: :func:`reach_memory_bytes` bounds the peak of exploring and solving a net
+with a given state cap; :func:`explore` checks it, against the memory available,
+every time its arrays grow, and refuses with :class:`~hetsched.errors.ModelError`
+before allocating what the machine does not have.
 """
 
 from __future__ import annotations
@@ -24,11 +32,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._memory import ensure_fits
 from ..errors import ModelError, SolverError
 from . import _kernels as K
 from .net import MarkingView, Net, Transition
 
-__all__ = ["StateSpace", "CTMC", "explore", "to_ctmc"]
+__all__ = ["StateSpace", "CTMC", "explore", "to_ctmc", "reach_memory_bytes"]
 
 DEFAULT_MAX_STATES = 5_000_000
 
@@ -86,6 +95,28 @@ class StateSpace:
             "place_bounds": {p: int(b) for p, b in zip(self.net.place_names, bounds)},
             "generation_seconds": self.seconds,
         }
+
+
+def reach_memory_bytes(net: Net, max_states: int = DEFAULT_MAX_STATES) -> int:
+    """Estimated peak memory (bytes) of exploring and solving ``net`` with up to ``max_states`` markings.
+
+    Per marking: the stored marking and its final copy (12 B per place), the hash
+    table (32 B), the tangible numbering (24 B) and the steady-state vectors (80 B).
+    Per firing - at most one per transition and marking - 120 B: the edge lists and
+    their concatenation (56 B), the renumbered endpoints (16 B), and the generator's
+    assembly buffers, scipy copy and CSC copy (36 B), with slack. An upper bound when
+    every transition fires in every marking: for the 1,030,301-state gang GSPN of
+    ``benchmarks/bench_srn.py`` (5 places, 9 transitions) it gives 0.99 GiB, and that
+    run peaks at 0.83 GiB (VmHWM, interpreter included). The command line can call it
+    to refuse a cap that cannot fit; :func:`explore` checks it, for the markings it
+    is about to hold, every time its arrays grow.
+    """
+    if isinstance(max_states, bool) or not isinstance(max_states, (int, np.integer)) or max_states < 1:
+        raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
+    P = max(1, len(net.place_names))
+    T = max(1, len(net.transitions))
+    per_state = 12 * P + 32 + 24 + 80 + 120 * T
+    return int(max_states) * per_state
 
 
 class _Evaluator:
@@ -204,8 +235,10 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
     tangible markings. An enabled transition has enough tokens on its input arcs,
     fewer tokens than the multiplicity on each inhibitor arc, and a true guard.
     """
-    if not isinstance(max_states, (int, np.integer)) or max_states < 1:
+    if isinstance(max_states, bool) or not isinstance(max_states, (int, np.integer)) or max_states < 1:
         raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
+    if max_states >= 2**31 - 1:
+        raise ModelError(f"max_states must be below 2**31 - 1 (32-bit state indices), got {max_states!r}")
     t0 = time.perf_counter()
     names = net.place_names
     if not names:
@@ -263,6 +296,9 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
             need = n + E
             if need > cap:
                 newcap = max(need, 2 * cap)
+                # refuse before allocating what the machine does not have
+                ensure_fits(f"state space of net {net.name!r} (reached {n} markings, growing to {newcap})",
+                            reach_memory_bytes(net, newcap))
                 store = np.concatenate([store, np.empty((newcap - cap, P), np.int32)])
                 vanishing = np.concatenate([vanishing, np.zeros(newcap - cap, bool)])
                 cap = newcap
@@ -360,17 +396,26 @@ def to_ctmc(space: StateSpace) -> CTMC:
         raise ModelError("no tangible marking is reachable: the net has a timeless trap "
                          "(immediate transitions fire forever)")
     loc = np.empty(n, np.int64)
-    loc[tang] = np.arange(nT)
+    # tangible states in lexicographic order of their markings (see _marking_order): neighbours
+    # in the chain become neighbours in memory, and Gauss-Seidel sweeps follow the queue-like places
+    order = _marking_order(space.markings[tang])
+    rank = np.empty(nT, np.int64)
+    rank[order] = np.arange(nT)
+    loc[tang] = rank
     loc[van] = np.arange(n - nT)
     nV = n - nT
-    s_t = tang[space.src]
-    d_t = tang[space.dst]
-    # timed firings from tangible markings
-    ts, td, tv, ttr = space.src[s_t], space.dst[s_t], space.value[s_t], space.trans[s_t]
-    d_tt = tang[td]
-    R_TT = sp.csr_matrix((tv[d_tt], (loc[ts[d_tt]], loc[td[d_tt]])), shape=(nT, nT))
-    R_TV = sp.csr_matrix((tv[~d_tt], (loc[ts[~d_tt]], loc[td[~d_tt]])), shape=(nT, nV))
-    if nV:
+    if nV == 0:  # no vanishing marking (a GSPN without immediate transitions): every edge is a rate
+        ts, td, tv, ttr = space.src, space.dst, space.value, space.trans
+        lts = loc[ts]
+        Q = _generator(nT, lts, loc[td], tv)
+        P_VV = P_VT = None
+    else:
+        s_t = tang[space.src]
+        # timed firings from tangible markings
+        ts, td, tv, ttr = space.src[s_t], space.dst[s_t], space.value[s_t], space.trans[s_t]
+        lts = loc[ts]
+        d_tt = tang[td]
+        R_TV = sp.csr_matrix((tv[~d_tt], (lts[~d_tt], loc[td[~d_tt]])), shape=(nT, nV))
         vs, vd, vw = space.src[~s_t], space.dst[~s_t], space.value[~s_t]
         wsum = np.bincount(loc[vs], weights=vw, minlength=nV)
         prob = vw / wsum[loc[vs]]
@@ -378,23 +423,55 @@ def to_ctmc(space: StateSpace) -> CTMC:
         P_VT = sp.csr_matrix((prob[vdt], (loc[vs[vdt]], loc[vd[vdt]])), shape=(nV, nT))
         P_VV = sp.csr_matrix((prob[~vdt], (loc[vs[~vdt]], loc[vd[~vdt]])), shape=(nV, nV))
         _check_traps(space, P_VV, P_VT, loc)
-        Rt = R_TT + _series(R_TV, P_VV, P_VT)
-    else:
-        P_VV = P_VT = None
-        Rt = R_TT
-    Rt = Rt.tocsr()
-    Rt.sum_duplicates()
-    out = np.asarray(Rt.sum(axis=1)).ravel()
-    Q = (Rt - sp.diags(out)).tocsr()
-    Q.eliminate_zeros()
+        E = _series(R_TV, P_VV, P_VT).tocoo()
+        Q = _generator(nT, np.concatenate([lts[d_tt], E.row.astype(np.int64)]),
+                       np.concatenate([loc[td[d_tt]], E.col.astype(np.int64)]),
+                       np.concatenate([tv[d_tt], E.data]))
     p0 = np.zeros(nT)
     if tang[0]:
         p0[loc[0]] = 1.0
     else:
         e = sp.csr_matrix(([1.0], ([0], [loc[0]])), shape=(1, nV))
         p0 = np.asarray(_series(e, P_VV, P_VT).todense()).ravel()
-    return CTMC(Q=Q, markings=space.markings[tang], p0=p0, space=space,
-                t_src=loc[ts], t_trans=ttr, t_value=tv, seconds=time.perf_counter() - t0)
+    return CTMC(Q=Q, markings=space.markings[tang][order], p0=p0, space=space,
+                t_src=lts, t_trans=ttr, t_value=tv, seconds=time.perf_counter() - t0)
+
+
+def _generator(n: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> sp.csr_matrix:
+    """The CSR generator from off-diagonal rate triplets (compiled: merge, diagonal, sort)."""
+    it = np.int32 if n + rows.size < 2**31 - 1 else np.int64
+    indptr = np.empty(n + 1, it)
+    indices = np.empty(rows.size + n, it)
+    data = np.empty(rows.size + n)
+    nnz = K.assemble_generator(n, rows, cols, vals, indptr, indices, data)
+    Q = sp.csr_matrix((data[:nnz], indices[:nnz], indptr), shape=(n, n))
+    Q.has_sorted_indices = True
+    return Q
+
+
+def _marking_order(M: np.ndarray) -> np.ndarray:
+    """Permutation sorting markings lexicographically, places with more distinct values first.
+
+    The place with the most distinct values (the longest, slowest direction of the chain,
+    typically a queue) varies slowest; ties keep the net's place order. One stable argsort
+    of a mixed-radix key when it fits in 63 bits, else ``np.lexsort``.
+    """
+    n, P = M.shape
+    if n <= 1 or P == 0:
+        return np.arange(n)
+    lo = M.min(axis=0).astype(np.int64)
+    span = M.max(axis=0).astype(np.int64) - lo + 1
+    distinct = [np.count_nonzero(np.bincount(M[:, j].astype(np.int64) - lo[j])) if span[j] > 1 else 1
+                for j in range(P)]
+    keys = [j for j in sorted(range(P), key=lambda j: -distinct[j]) if distinct[j] > 1]
+    if not keys:
+        return np.arange(n)
+    if float(np.prod([float(span[j]) for j in keys])) < 2.0**62:
+        key = np.zeros(n, np.int64)
+        for j in keys:
+            key = key * span[j] + (M[:, j].astype(np.int64) - lo[j])
+        return np.argsort(key, kind="stable")
+    return np.lexsort([M[:, j] for j in reversed(keys)])
 
 
 def _check_traps(space: StateSpace, P_VV, P_VT, loc) -> None:

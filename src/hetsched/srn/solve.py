@@ -6,29 +6,35 @@ connected component (transient states get probability 0):
 * ``direct``: sparse LU (SuperLU, COLAMD ordering) of the system with one
   unknown fixed, ``Q[-k,-k]^T x = -Q[k,-k]^T`` - no dense normalisation row, so
   no extra fill-in.
-* ``iad``: iterative aggregation-disaggregation (Koury-McAllister-Stewart):
-  each iteration solves the chain aggregated over the values of a few places
-  (exactly, by GTH elimination) to fix the probability mass of each aggregate,
-  then smooths with compiled Gauss-Seidel sweeps. The aggregates default to the
-  places with the most distinct values (the slow, queue-like directions), at
-  most ``max_aggregates`` of them; ``aggregate_by`` chooses them explicitly.
+* ``iad``: iterative aggregation-disaggregation (Koury-McAllister-Stewart)
+  over several partitions: each iteration visits, in turn, the partition of
+  the states by the value of each of the (up to ``max_partitions`` = 3) places
+  with the most distinct values - the slow, queue-like directions; for each it
+  solves the aggregated chain exactly (GTH elimination) to fix the probability
+  mass of each aggregate, then smooths with ``sweeps`` compiled Gauss-Seidel
+  sweeps. The states arrive in lexicographic order of their markings (see
+  :func:`hetsched.srn.reach.to_ctmc`), so a sweep follows those directions.
+  ``aggregate_by`` gives one partition by the joint marking of chosen places.
 * ``sor``: plain compiled Gauss-Seidel/SOR sweeps.
 * ``auto`` (default): ``direct`` up to ``direct_limit`` states, else ``iad``,
   and ``sor`` if ``iad`` stalls.
 
-Sparse LU fill-in grows fast on multi-dimensional state spaces (a 10^5-state
-gang model takes minutes and GBs with SuperLU), which is why large chains go to
-``iad``: its cost per iteration is a few passes over the non-zeros of Q.
+Sparse LU fill-in grows fast on multi-dimensional state spaces, which is why
+large chains go to ``iad``: its cost per iteration is a few passes over the
+non-zeros of Q per partition (18 iterations on the 10^6-state gang GSPN of
+``benchmarks/bench_srn.py``).
 
 Stopping rule of the iterative methods: the normalised residual
 ``||pi Q||_1 / max_i |q_ii|`` is at most ``tol``; the reached residual is
-re-checked for every method and a failure is reported (``success=False``), never
-returned silently.
+re-checked for every method and a failure is reported (``success=False``, ``status``
+1 = not converged, 2 = non-finite values), never returned silently; NumPy/SciPy
+warnings inside the solvers are turned into these statuses.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,9 +77,9 @@ def _bottom_component(Q: sp.csr_matrix, markings: np.ndarray, names) -> np.ndarr
     from scipy.sparse.csgraph import connected_components
 
     n = Q.shape[0]
-    off = Q - sp.diags(Q.diagonal())
-    off.eliminate_zeros()
-    outdeg = np.diff(off.indptr)
+    # Q is canonical (no explicit zeros): the off-diagonal out-degree is the row length minus the diagonal
+    outdeg = np.diff(Q.indptr) - (Q.diagonal() != 0)
+    off = Q  # self-loops change no strongly connected component
     if n > 1 and (outdeg == 0).any():
         k = int(np.flatnonzero(outdeg == 0)[0])
         m = MarkingView(markings[k].astype(np.int64), {p: j for j, p in enumerate(names)})
@@ -83,7 +89,7 @@ def _bottom_component(Q: sp.csr_matrix, markings: np.ndarray, names) -> np.ndarr
     if ncomp == 1:
         return np.arange(n)
     coo = off.tocoo()
-    leaving = lab[coo.row] != lab[coo.col]
+    leaving = (lab[coo.row] != lab[coo.col]) & (coo.data != 0)
     has_exit = np.zeros(ncomp, bool)
     has_exit[lab[coo.row[leaving]]] = True
     bottoms = np.flatnonzero(~has_exit)
@@ -110,54 +116,101 @@ def _direct(Q: sp.csr_matrix) -> np.ndarray:
     return pi / pi.sum()
 
 
-def _choose_aggregates(markings: np.ndarray, names, aggregate_by, max_aggregates: int) -> np.ndarray:
+def _rank(col: np.ndarray, max_aggregates: int) -> tuple[np.ndarray, int]:
+    """Aggregate index of each state by the value of one place (contiguous bins beyond ``max_aggregates``)."""
+    if col.size == 0:
+        return np.zeros(0, np.int64), 1
+    lo = int(col.min())
+    v = col.astype(np.int64) - lo
+    present = np.bincount(v) > 0  # token counts are small integers: O(n), no sort
+    code = np.cumsum(present) - 1
+    inv = code[v]
+    k = int(code[-1]) + 1
+    if k > max_aggregates:
+        inv = inv * max_aggregates // k
+        k = max_aggregates
+    return inv, k
+
+
+def _choose_partitions(markings: np.ndarray, names, aggregate_by, max_aggregates: int,
+                       max_partitions: int) -> list[np.ndarray]:
+    """The IAD partitions: one per place with the most distinct values (or the joint ``aggregate_by``).
+
+    Automatic choice: the places with the most distinct values (the slow, queue-like
+    directions), at most ``max_partitions`` of them, skipping a place whose values
+    determine and are determined by an earlier one's (e.g. ``#N`` and ``#LQ`` when
+    ``#N + #LQ`` is constant: the same partition).
+    """
     if aggregate_by is not None:
+        if isinstance(aggregate_by, str):
+            aggregate_by = [aggregate_by]
         cols = []
         for p in aggregate_by:
             if p not in names:
                 raise ModelError(f"aggregate_by: unknown place {p!r}; known: {', '.join(names)}")
             cols.append(list(names).index(p))
-    else:
-        distinct = [np.unique(markings[:, j]).size for j in range(markings.shape[1])]
-        order = sorted(range(len(distinct)), key=lambda j: -distinct[j])
-        cols = []
-        for j in order:
-            if distinct[j] < 2:
-                break
-            trial = cols + [j]
-            if np.unique(markings[:, trial], axis=0).shape[0] <= max_aggregates:
-                cols = trial
         if not cols:
-            cols = [order[0]]
-    _, agg = np.unique(markings[:, cols], axis=0, return_inverse=True)
-    return agg.ravel().astype(np.int64)
+            raise ModelError("aggregate_by: name at least one place")
+        key = np.zeros(markings.shape[0], np.int64)
+        for j in cols:
+            inv, k = _rank(markings[:, j], np.iinfo(np.int32).max)
+            key = key * k + inv
+        _, agg = np.unique(key, return_inverse=True)
+        return [agg.ravel().astype(np.int64)]
+    P = markings.shape[1]
+    ranks = [_rank(markings[:, j], max_aggregates) for j in range(P)]
+    order = sorted(range(P), key=lambda j: -ranks[j][1])
+    parts: list[np.ndarray] = []
+    kept: list[int] = []
+    for j in order:
+        inv, k = ranks[j]
+        if k < 2 or len(parts) >= max_partitions:
+            continue
+        same = False
+        for i in kept:
+            if ranks[i][1] == k and np.count_nonzero(np.bincount(ranks[i][0] * k + inv)) == k:
+                same = True
+                break
+        if not same:
+            parts.append(inv)
+            kept.append(j)
+    if not parts:  # a single tangible state, or every place constant
+        parts.append(np.zeros(markings.shape[0], np.int64))
+    return parts
 
 
-def _iad(Q: sp.csr_matrix, agg: np.ndarray, tol: float, maxiter: int, sweeps: int = 3,
+def _iad(Q: sp.csr_matrix, parts: list[np.ndarray], tol: float, maxiter: int, sweeps: int = 2,
          x0: np.ndarray | None = None) -> tuple[np.ndarray, int, float]:
-    from ._kernels import coarse_generator, gauss_seidel, gth
+    """Iterative aggregation-disaggregation over several partitions (Koury-McAllister-Stewart).
+
+    One iteration visits every partition in turn: aggregate with the current
+    conditional probabilities, solve the small chain exactly (GTH), rescale each
+    aggregate to its mass, then ``sweeps`` Gauss-Seidel sweeps. Several partitions
+    (one per slow direction) correct the marginal of each direction in one iteration.
+    """
+    from ._kernels import aggregate, disaggregate, gauss_seidel, gth, residual
 
     n = Q.shape[0]
-    na = int(agg.max()) + 1
     C = Q.tocsc()
     diag = -C.diagonal()
+    dmax = float(diag.max()) if n else 1.0
+    dmax = dmax if dmax > 0 else 1.0
     x = np.full(n, 1.0 / n) if x0 is None else x0.copy()
-    Qc = np.empty((na, na))
+    bufs = [np.empty((int(a.max()) + 1,) * 2) for a in parts]
+    masses = [np.empty(b.shape[0]) for b in bufs]
     res = np.inf
     it = 0
     best = np.inf
     stall = 0
     while it < maxiter:
         it += 1
-        mass = np.bincount(agg, weights=x, minlength=na)
-        w = x / mass[agg]
-        coarse_generator(Q.indptr, Q.indices, Q.data, agg, w, Qc)
-        xi = gth(Qc)
-        x = w * xi[agg]
-        gauss_seidel(C.indptr, C.indices, C.data, diag, x, 1.0, sweeps)
-        x /= x.sum()
-        res = _residual(Q, x)
-        if res <= tol:
+        for agg, Qc, mass in zip(parts, bufs, masses):
+            aggregate(Q.indptr, Q.indices, Q.data, agg, x, mass, Qc)
+            disaggregate(x, agg, mass, gth(Qc))
+            gauss_seidel(C.indptr, C.indices, C.data, diag, x, 1.0, sweeps)
+            x /= x.sum()
+        res = residual(C.indptr, C.indices, C.data, x) / dmax
+        if not np.isfinite(res) or res <= tol:
             break
         if res < 0.9 * best:
             best, stall = res, 0
@@ -188,7 +241,7 @@ def _sor(Q: sp.csr_matrix, tol: float, maxiter: int, omega: float = 1.0,
 
 def steady_state(ctmc: CTMC, *, method: str = "auto", tol: float = 1e-13, maxiter: int = 2000,
                  direct_limit: int = 5000, aggregate_by=None, max_aggregates: int = 400,
-                 sweeps: int = 3, x0: np.ndarray | None = None) -> SteadyState:
+                 max_partitions: int = 3, sweeps: int = 2, x0: np.ndarray | None = None) -> SteadyState:
     """Steady-state distribution of the tangible CTMC.
 
     Parameters
@@ -205,11 +258,15 @@ def steady_state(ctmc: CTMC, *, method: str = "auto", tol: float = 1e-13, maxite
     direct_limit : int
         ``auto`` uses the direct solver up to this many states.
     aggregate_by : sequence of place names, optional
-        Places whose joint marking defines the IAD aggregates.
+        Places whose joint marking defines the IAD aggregates (one partition).
+        Default: one partition per place with the most distinct values.
     max_aggregates : int
-        Cap on the number of aggregates when they are chosen automatically.
+        Cap on the number of aggregates of an automatic partition (a place with more
+        values is binned into contiguous ranges).
+    max_partitions : int
+        Number of automatic partitions (places) visited per IAD iteration.
     sweeps : int
-        Gauss-Seidel sweeps per IAD iteration.
+        Gauss-Seidel sweeps after each partition's correction.
     x0 : array, optional
         Starting vector of the iterative methods (e.g. the solution at a nearby
         parameter value).
@@ -229,36 +286,48 @@ def steady_state(ctmc: CTMC, *, method: str = "auto", tol: float = 1e-13, maxite
         chosen = "direct" if Qc.shape[0] <= direct_limit else "iad"
     its = 0
     extra: dict[str, Any] = {}
-    if chosen == "direct":
-        try:
-            pic = _direct(Qc)
-        except (MemoryError, RuntimeError) as exc:
-            raise SolverError(f"direct steady-state solver failed ({exc}); try method='iad'") from exc
-        res = _residual(Qc, pic)
-    elif chosen == "iad":
-        agg = _choose_aggregates(ctmc.markings[comp], names, aggregate_by, max_aggregates)
-        extra["aggregates"] = int(agg.max()) + 1
-        start = None
-        if x0 is not None and np.shape(x0) == (n,) and np.all(np.isfinite(x0)):
-            start = np.clip(np.asarray(x0, float)[comp], 1e-300, None)
-            start /= start.sum()
-        pic, its, res = _iad(Qc, agg, tol, maxiter, sweeps, x0=start)
-        if res > tol and method == "auto":
-            chosen = "iad+sor"
-            pic, it2 = _sor(Qc, tol, 10 * maxiter, x0=pic)
-            its += it2
+    # numerical trouble (a singular factor, an iteration that blows up) becomes a status, never a
+    # NumPy/SciPy warning or exception at the user
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if chosen == "direct":
+            try:
+                pic = _direct(Qc)
+            except (MemoryError, RuntimeError, ValueError) as exc:
+                raise SolverError(f"direct steady-state solver failed ({type(exc).__name__}: {exc}); "
+                                  f"try method='iad'") from exc
             res = _residual(Qc, pic)
-    else:
-        pic, its = _sor(Qc, tol, 10 * maxiter)
-        res = _residual(Qc, pic)
-    pi = np.zeros(n)
-    pi[comp] = pic
-    ok = bool(np.isfinite(res) and res <= max(tol * 100, 1e-14) and pic.min() > -1e-10)
-    msg = "converged" if ok else f"not converged: residual {res:.3g} (target {tol:.3g})"
-    pi = np.clip(pi, 0.0, None)
-    pi /= pi.sum()
-    return SteadyState(pi=pi, success=ok, status=0 if ok else 1, message=msg, method=chosen,
-                       residual=res, iterations=its, seconds=time.perf_counter() - t0,
+        elif chosen == "iad":
+            parts = _choose_partitions(ctmc.markings[comp], names, aggregate_by, max_aggregates, max_partitions)
+            extra["aggregates"] = [int(a.max()) + 1 for a in parts]
+            start = None
+            if x0 is not None and np.shape(x0) == (n,) and np.all(np.isfinite(x0)):
+                start = np.clip(np.asarray(x0, float)[comp], 1e-300, None)
+                start /= start.sum()
+            pic, its, res = _iad(Qc, parts, tol, maxiter, sweeps, x0=start)
+            if not res <= tol and method == "auto":
+                chosen = "iad+sor"
+                pic, it2 = _sor(Qc, tol, 10 * maxiter, x0=pic if np.all(np.isfinite(pic)) else None)
+                its += it2
+                res = _residual(Qc, pic)
+        else:
+            pic, its = _sor(Qc, tol, 10 * maxiter)
+            res = _residual(Qc, pic)
+        finite = bool(np.all(np.isfinite(pic)) and np.isfinite(res))
+        pi = np.zeros(n)
+        pi[comp] = pic if finite else 0.0
+        ok = bool(finite and res <= max(tol * 100, 1e-14) and pic.min() > -1e-10)
+        if ok:
+            status, msg = 0, "converged"
+        elif finite:
+            status, msg = 1, f"not converged: residual {res:.3g} (target {tol:.3g}) after {its} iterations"
+        else:
+            status, msg = 2, f"numerical failure: the {chosen} solver produced non-finite values"
+        pi = np.clip(pi, 0.0, None)
+        tot = pi.sum()
+        pi = pi / tot if tot > 0 else np.full(n, np.nan)
+    return SteadyState(pi=pi, success=ok, status=status, message=msg, method=chosen,
+                       residual=float(res), iterations=its, seconds=time.perf_counter() - t0,
                        transient_states=n - comp.size, extra=extra)
 
 
