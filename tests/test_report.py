@@ -253,3 +253,16 @@ def test_report_in_a_real_browser(tmp_path):
         b.close()
     assert (tmp_path / "report.png").stat().st_size > 10_000
     assert errors == []
+
+
+def test_parquet_is_written_for_mixed_columns(tmp_path):
+    """A column holding numbers and 'unstable' (as tables do) still gets its Parquet file, as text."""
+    import pyarrow.parquet as pq
+
+    res = experiments.ExperimentResult(id="x", rows=[{"a": 1, "b": "unstable", "c": [1, 2]},
+                                                     {"a": 2.5, "b": 3.0, "c": None}], table="t")
+    d = experiments.prepare_outdir(tmp_path / "x")
+    written = experiments.write_results(res, d)
+    assert d / "results.parquet" in written
+    df = pq.read_table(d / "results.parquet").to_pandas()
+    assert list(df["b"]) == ["unstable", "3.0"] and list(df["a"]) == [1.0, 2.5]

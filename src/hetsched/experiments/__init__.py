@@ -325,8 +325,14 @@ def write_results(result: ExperimentResult, outdir: Path) -> list[Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    pq_df = df.copy()
+    for c in pq_df.columns:  # a column mixing numbers and text (e.g. "unstable") is stored as text
+        kinds = {type(v) for v in pq_df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))}
+        if len(kinds - {int, float, bool}) and len(kinds) > 1 or any(k in (list, dict, tuple) for k in kinds):
+            pq_df[c] = [None if v is None else (json.dumps(v) if isinstance(v, (list, dict, tuple)) else str(v))
+                        for v in pq_df[c]]
     try:
-        table = pa.Table.from_pandas(df, preserve_index=False)
+        table = pa.Table.from_pandas(pq_df, preserve_index=False)
         meta = dict(table.schema.metadata or {})
         meta[b"hetsched"] = json.dumps({k: doc[k] for k in ("id", "status", "units", "provenance")}).encode()
         table = table.replace_schema_metadata(meta)
@@ -334,8 +340,8 @@ def write_results(result: ExperimentResult, outdir: Path) -> list[Path]:
         with _open_new(p, "wb") as f:
             pq.write_table(table, f)
         written.append(p)
-    except (ImportError, ValueError, TypeError, pa.ArrowException):  # mixed-type columns: CSV/JSON still hold them
-        pass
+    except (ValueError, TypeError, pa.ArrowException) as exc:
+        raise HetschedError(f"{result.id}: rows cannot be stored as Parquet ({exc})") from None
     p = outdir / "results.json"
     with _open_new(p) as f:
         f.write(json.dumps(doc, indent=2))
