@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all bench install clean fuzz schema
+.PHONY: demo test test-all bench install clean fuzz schema browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +16,17 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/hetsched lp all
-	$(BIN)/hetsched reproduce thesis-table-2.1 --quick
+	$(BIN)/hetsched reproduce thesis-table-2.1 --quick --force
+	$(BIN)/hetsched report results -o results/report.html
 
-test: $(STAMP)
+# The HTML report's browser test needs Chromium (Debian's package).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo -n)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package) for the report's browser test"; \
+	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium) >/dev/null \
+	  || echo "warning: could not install chromium; the browser test will fail under CI"; }
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q --durations=10
 
 # Long runs too (marked slow).

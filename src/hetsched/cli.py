@@ -107,8 +107,15 @@ def reproduce_cmd(
     set_: list[str] = typer.Option([], "--set", help="Experiment parameter KEY=VALUE (e.g. reps=10, horizon=5000); "
                                    "repeatable; values are read as JSON where they parse, else as text; "
                                    "an unknown key is refused with the list of valid keys."),
+    force: bool = typer.Option(False, "--force", help="Replace the results already in OUTDIR/ID/ (refused otherwise)."),
 ) -> None:
-    """Run one paper experiment; print it in the paper's layout; write results and plots."""
+    """Run one paper experiment; print it in the paper's layout; write results and plots.
+
+    Results go to OUTDIR/ID/ (CSV, Parquet, JSON with provenance and units, the
+    table, plots). An existing results folder is never replaced without
+    --force; Ctrl-C writes the rows finished so far, marked interrupted, and
+    exits with 130.
+    """
     from . import experiments
 
     if list_ or exp_id is None:
@@ -121,12 +128,34 @@ def reproduce_cmd(
         return
     exp = experiments.get(exp_id)
     extra = experiments.parse_sets(exp, set_)
-    out = outdir / exp.id
+    out = experiments.prepare_outdir(outdir / exp.id, force=force)
+    from . import provenance
+
+    prov = provenance.start(seed=seed, quick=quick, reps=extra.get("reps"), horizon=extra.get("horizon"),
+                            backend=backend, workers=workers, set=extra or None)
+    tracker = experiments.Tracker(enabled=not json_out, label=exp.id)
     opts = experiments.RunOptions(
         quick=quick, seed=seed, workers=workers, backend=backend, scheduler=scheduler,
-        outdir=out, progress=not json_out, extra=extra,
+        outdir=out, progress=not json_out, extra=extra, tracker=tracker,
     )
-    result = exp.run(opts)
+    try:
+        result = exp.run(opts)
+    except KeyboardInterrupt:
+        tracker.close()
+        result = experiments.ExperimentResult(
+            id=exp.id, rows=tracker.rows, status="interrupted",
+            table=f"{exp.title}: interrupted after {len(tracker.rows)} finished rows",
+            notes=["interrupted (Ctrl-C): only the rows finished before the interrupt are here"])
+        result.provenance = prov.finish("interrupted").as_dict()
+        written = experiments.write_results(result, out)
+        typer.echo(f"interrupted: {len(tracker.rows)} finished rows written to {out}", err=True)
+        raise typer.Exit(130)
+    finally:
+        tracker.close()
+    for key in ("reps", "horizon"):
+        if getattr(prov, key) is None and isinstance(result.meta.get(key), (int, float)):
+            setattr(prov, key, result.meta[key])
+    result.provenance = prov.finish(result.status).as_dict()
     written = experiments.write_results(result, out)
     if json_out:
         emit_json(result.to_json())
@@ -135,6 +164,20 @@ def reproduce_cmd(
         for n in result.notes:
             typer.echo(f"note: {n}")
         typer.echo(f"results: {', '.join(str(p) for p in written + list(result.figures))}")
+
+
+@app.command("report")
+@guard
+def report_cmd(
+    results_dir: Path = typer.Argument(Path("results"), help="Folder holding the results of `hetsched reproduce` (one sub-folder per experiment)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file to write (default RESULTS_DIR/report.html)."),
+    force: bool = typer.Option(False, "--force", help="Replace OUTPUT even if hetsched did not write it."),
+) -> None:
+    """Write one self-contained HTML report of every result: tables beside the papers' values, plots, provenance."""
+    from .report.html import build_report
+
+    path = build_report(results_dir, output, force=force)
+    typer.echo(f"report: {path}")
 
 
 def _register_engines() -> None:

@@ -14,7 +14,18 @@ Contract for an experiment's ``run(opts)``:
 * it returns an :class:`ExperimentResult` whose ``rows`` use the paper's column
   names, whose ``table`` is the text printed in the paper's layout, and whose
   ``figures`` lists the plot files it wrote under ``opts.outdir``;
-* every random number depends only on ``opts.seed``.
+* every random number depends only on ``opts.seed``;
+* as each cell (a row, or a group of rows) finishes it calls
+  ``opts.tracker.done(rows)`` after announcing ``opts.tracker.total(n)``: the
+  command then shows one progress bar with an ETA over the whole experiment,
+  and an interrupted run (Ctrl-C) still writes the finished rows, marked
+  ``interrupted``.
+
+Results files (:func:`write_results`) carry a provenance record
+(:mod:`hetsched.provenance`) and the unit of every column (:data:`UNITS`, or
+the experiment's own ``ExperimentResult.units``). Output folders are never
+overwritten silently and never reached through a symbolic link
+(:func:`prepare_outdir`).
 """
 
 from __future__ import annotations
@@ -22,7 +33,10 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import pkgutil
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -42,7 +56,33 @@ __all__ = [
     "registry",
     "get",
     "write_results",
+    "prepare_outdir",
+    "Tracker",
+    "UNITS",
 ]
+
+#: Unit of each column name used by the shipped experiments (an experiment may
+#: override or extend it with ``ExperimentResult.units``). Fractions are in
+#: [0, 1]; ``percent`` columns are already multiplied by 100.
+UNITS: dict[str, str] = {
+    "Qbar": "tasks (time-average number in system)",
+    "Q": "tasks (time-average number in system)",
+    "W": "time units (mean completion time)",
+    "mean": "model metric (see 'metric')",
+    "ci_low": "unit of the metric", "ci_high": "unit of the metric",
+    "acc": "percent (relative half-width of the 95% CI)",
+    "accuracy": "percent (relative half-width of the 95% CI)",
+    "Delta": "percent (improvement over the reference policy)",
+    "X": "messages per replication",
+    "rho": "fraction of capacity", "load": "fraction of capacity (1/lambda*)",
+    "lambda": "dimensionless (capacity multiple of the arrival rates)",
+    "MCP": "time units (makespan-based cost)", "LBF": "fraction (load-balance factor)",
+    "level": "jobs (workload level)",
+    "I": "fraction (inaccuracy of the rate estimates)",
+    "cost": "cost per time unit (discounted model)",
+    "ST": "time units (mean response)", "SRT": "time units (mean service-response)",
+    "UoS": "fraction (utilisation of servers)", "GoS": "fraction (grade of service: loss)",
+}
 
 
 @dataclass(frozen=True)
@@ -55,6 +95,66 @@ class RunOptions:
     outdir: Path = Path("results")
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    tracker: "Tracker | None" = None
+
+    def __post_init__(self) -> None:
+        if self.tracker is None:
+            object.__setattr__(self, "tracker", Tracker(enabled=False))
+
+
+class Tracker:
+    """Progress over a whole experiment, and the rows finished so far.
+
+    ``total(n)`` announces the number of cells; ``done(rows)`` records the rows
+    of one finished cell. On a terminal (stderr) one rich bar with an ETA runs
+    over all cells; otherwise one plain log line per cell. ``rows`` keeps what
+    finished, so an interrupted run can still write it.
+    """
+
+    def __init__(self, enabled: bool = True, label: str = "") -> None:
+        self.enabled = enabled
+        self.label = label
+        self.rows: list[dict[str, Any]] = []
+        self.n_total: int | None = None
+        self.n_done = 0
+        self._t0 = time.perf_counter()
+        self._bar = None
+        self._task = None
+
+    def total(self, n: int) -> None:
+        self.n_total = int(n)
+        if self.enabled and sys.stderr.isatty() and self._bar is None:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                 console=Console(stderr=True), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self.label or "cells", total=self.n_total)
+
+    def done(self, rows: dict[str, Any] | list[dict[str, Any]], label: str = "") -> None:
+        rows = [rows] if isinstance(rows, dict) else list(rows)
+        self.rows.extend(rows)
+        self.n_done += 1
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1)
+        else:
+            tot = f"/{self.n_total}" if self.n_total else ""
+            el = time.perf_counter() - self._t0
+            eta = ""
+            if self.n_total:
+                eta = f", ETA {el / self.n_done * (self.n_total - self.n_done):.0f} s"
+            print(f"{self.label}: cell {self.n_done}{tot} done{(' (' + label + ')') if label else ''}"
+                  f" after {el:.1f} s{eta}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
 
 @dataclass
@@ -65,14 +165,32 @@ class ExperimentResult:
     figures: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    status: str = "complete"
+    provenance: dict[str, Any] | None = None
+
+    def column_units(self) -> dict[str, str]:
+        """Unit of every column that has one (the experiment's own, else :data:`UNITS`)."""
+        cols: list[str] = []
+        for r in self.rows:
+            cols += [c for c in r if c not in cols]
+        out = {}
+        for c in cols:
+            u = self.units.get(c) or UNITS.get(c) or UNITS.get(c.split("_")[0] if "_" in c else "")
+            if u:
+                out[c] = u
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "status": self.status,
             "rows": [_jsonable(r) for r in self.rows],
+            "units": self.column_units(),
             "notes": list(self.notes),
             "figures": [str(p) for p in self.figures],
             "meta": _jsonable(self.meta),
+            "provenance": _jsonable(self.provenance),
         }
 
 
@@ -270,26 +388,105 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def prepare_outdir(outdir: Path, *, force: bool = False) -> Path:
+    """Check, before any computation, that results can be written to ``outdir``.
+
+    Refuses (:class:`~hetsched.errors.HetschedError`, one line naming the
+    path): an ``outdir`` that already holds results, unless ``force``; a
+    symbolic link anywhere on the way from the results root to ``outdir``
+    (never follow a link out of the results folder); a folder that cannot be
+    created or written. With ``force`` the previous results files are removed
+    before the run (only the files hetsched writes, never anything else).
+    """
+    outdir = Path(outdir)
+    for p in [outdir, *outdir.parents]:
+        if p.is_symlink():
+            raise HetschedError(f"output folder {str(outdir)!r}: {str(p)!r} is a symbolic link; "
+                                f"refusing to follow it (choose another --outdir)")
+        if str(p) in (".", "", os.sep):
+            break
+    if outdir.exists() and not outdir.is_dir():
+        raise HetschedError(f"output folder {str(outdir)!r} exists and is not a folder")
+    existing = [p for p in outdir.iterdir()] if outdir.is_dir() else []
+    if existing and not force:
+        raise HetschedError(f"output folder {str(outdir)!r} already holds results ({len(existing)} files); "
+                            f"pass --force to replace them or --outdir to write elsewhere")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        probe = outdir / ".hetsched-write-probe"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        os.close(fd)
+        probe.unlink()
+    except OSError as exc:
+        raise HetschedError(f"output folder {str(outdir)!r} is not writable: {exc.strerror or exc}") from None
+    for p in existing:
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+        elif p.is_dir():
+            import shutil
+
+            shutil.rmtree(p)
+    return outdir
+
+
+def _open_new(path: Path, mode: str = "w"):
+    """Open ``path`` for writing without following a symbolic link."""
+    if path.is_symlink():
+        raise HetschedError(f"{str(path)!r} is a symbolic link; refusing to write through it")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    return os.fdopen(os.open(path, flags, 0o644), mode)
+
+
 def write_results(result: ExperimentResult, outdir: Path) -> list[Path]:
-    """Write rows as CSV and Parquet, the whole result as JSON, the table as text."""
+    """Write rows as CSV and Parquet, the whole result as JSON, the table as text.
+
+    JSON and the Parquet schema metadata (key ``hetsched``) carry the status,
+    the column units and the provenance record.
+    """
     import pandas as pd
 
     outdir.mkdir(parents=True, exist_ok=True)
     written = []
     df = pd.DataFrame([_jsonable(r) for r in result.rows])
+    doc = result.to_json()
     p = outdir / "results.csv"
-    df.to_csv(p, index=False)
+    with _open_new(p) as f:
+        df.to_csv(f, index=False)
     written.append(p)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq_df = df.copy()
+    for c in pq_df.columns:  # a column mixing numbers and text (e.g. "unstable") is stored as text
+        kinds = {type(v) for v in pq_df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))}
+        if len(kinds - {int, float, bool}) and len(kinds) > 1 or any(k in (list, dict, tuple) for k in kinds):
+            pq_df[c] = [None if v is None else (json.dumps(v) if isinstance(v, (list, dict, tuple)) else str(v))
+                        for v in pq_df[c]]
     try:
+        table = pa.Table.from_pandas(pq_df, preserve_index=False)
+        meta = dict(table.schema.metadata or {})
+        meta[b"hetsched"] = json.dumps({k: doc[k] for k in ("id", "status", "units", "provenance")}).encode()
+        table = table.replace_schema_metadata(meta)
         p = outdir / "results.parquet"
-        df.to_parquet(p, index=False)
+        with _open_new(p, "wb") as f:
+            pq.write_table(table, f)
         written.append(p)
-    except (ImportError, ValueError, TypeError):  # mixed-type columns: CSV/JSON still hold them
-        pass
+    except (ValueError, TypeError, pa.ArrowException) as exc:
+        raise HetschedError(f"{result.id}: rows cannot be stored as Parquet ({exc})") from None
     p = outdir / "results.json"
-    p.write_text(json.dumps(result.to_json(), indent=2))
+    with _open_new(p) as f:
+        f.write(json.dumps(doc, indent=2))
     written.append(p)
     p = outdir / "table.txt"
-    p.write_text(result.table + "\n")
+    with _open_new(p) as f:
+        f.write(result.table + "\n")
     written.append(p)
     return written
