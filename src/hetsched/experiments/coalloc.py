@@ -5,23 +5,29 @@ computed on the truncated model (discounted, ``beta = 0.05``, ``Delta = 30``, as
 §5-§6) and read by the simulator as a ``[x1, q1, q2]`` table. The three policies
 are simulated with common random numbers, ``R`` independent replications of ``N``
 job completions (paper: ``N = 2,000,000``, ``R = 60``; ``--quick``: ``N = 100,000``,
-``R = 8``), on the *same truncated system* as the MDP by default (at most
-``Delta`` jobs waiting in queue 1 and ``Delta`` at cluster 2; further arrivals are
-lost and counted). ``opts.extra["untruncated"] = True`` simulates unbounded queues
-with the table clamped beyond ``Delta``: the discounted policy is then unreliable
-near and beyond the truncation (it stops co-allocating at ``q1 = Delta``, and at
-high ``mu3`` co-allocates whatever ``q2`` is) and can trap the system in an
-unstable regime (``docs/assumptions.md``).
+``R = 8``).
+
+The simulated system is the paper's (§2: "a single unbounded queue ... an
+unbounded queue as well"): unbounded queues by default. Beyond the computed
+region the optimal table is extended from its interior: ``q`` is read at
+``min(q, clamp)``, ``clamp = Delta // 2`` by default (the paper: the policy
+"remains the same for 16 <= q1, q2 <= 30"); rows near ``Delta`` are distorted by
+the truncation, where blocked arrivals make co-allocation look cheap.
+``--set truncated=true`` simulates the MDP's truncated system instead (at most
+``Delta`` jobs waiting in queue 1 and ``Delta`` at cluster 2; further arrivals
+lost and counted); ``--set clamp=K``, ``delta=D``, ``max_starts=0|1``.
+
+Every point reports whether each policy is stable: the core instability rule
+on the simulation, and for Local also the exact verdict (Local's capacity from
+the quasi-birth-death drift of :mod:`hetsched.sim.coalloc.capacity`). An unstable
+point has no cost (``cost`` is null, the run's value is ``cost_untrusted``) and
+is marked ``x`` at the top of the plots, never drawn as a cost.
 
 * fig5: ``mu3 = 0.7, p = 0.6, c1 = 2, c2 = 1``, ``rho = rho1 = rho2`` from 0.5 to 0.9;
 * fig6: the % reduction of the optimal policy's cost relative to Local, same points;
 * fig7: as fig5 with ``c1 = c2 = 1``, ``rho`` from 0.5 to 0.83;
 * fig8: ``rho = 0.8``, ``mu3`` from 0.4 to 0.8;
 * fig9: ``rho = 0.8, mu3 = 0.7``, ``p`` from 0.2 to 0.8.
-
-A point whose queues grow through the run (e.g. Local beyond its capacity) is
-reported with ``unstable = true`` and the note says so: its number is not a
-steady-state cost.
 """
 
 from __future__ import annotations
@@ -52,11 +58,13 @@ FIGS: dict[str, dict[str, Any]] = {
 
 def _settings(opts: RunOptions) -> dict[str, Any]:
     ex = dict(opts.extra)
+    delta = int(ex.get("delta", 30))
     return {
         "reps": int(ex.get("reps", 8 if opts.quick else 60)),
         "completions": int(ex.get("completions", 100_000 if opts.quick else 2_000_000)),
-        "delta": int(ex.get("delta", 30)),
-        "untruncated": bool(ex.get("untruncated", False)),
+        "delta": delta,
+        "clamp": int(ex.get("clamp", max(1, delta // 2))),
+        "truncated": bool(ex.get("truncated", False)),
         "beta": float(ex.get("beta", 0.05)),
         "max_starts": int(ex.get("max_starts", 1)),
     }
@@ -99,12 +107,11 @@ def _simulate_point(prm: dict[str, float], st: dict[str, Any], opts: RunOptions,
     table = decision_table(sol.model, sol.policy)
     sp = SimParams.of(cp)
     out = {"params": cp, "solution": sol, "sims": {}}
-    workers = opts.workers
     for code, name in POLICY_NAMES.items():
         out["sims"][name] = simulate_coalloc(
-            sp, code, reps=st["reps"], completions=st["completions"], seed=seed, workers=workers,
-            table=table if code == "table" else None, max_starts=st["max_starts"],
-            limit=None if st["untruncated"] else st["delta"], backend=opts.backend,
+            sp, code, reps=st["reps"], completions=st["completions"], seed=seed, workers=opts.workers,
+            table=table if code == "table" else None, clamp=st["clamp"] if code == "table" else None,
+            max_starts=st["max_starts"], limit=st["delta"] if st["truncated"] else None, backend=opts.backend,
             scheduler=opts.scheduler, progress=opts.progress,
         )
     return out
@@ -115,20 +122,32 @@ def _run_fig(exp_id: str, opts: RunOptions) -> tuple[list[dict[str, Any]], list[
     st = _settings(opts)
     _check_budget(st, len(fig["values"]))
     points, rows = [], []
+    tracker = getattr(opts, "tracker", None)
+    if tracker is not None:
+        tracker.total(len(fig["values"]))
     for xval in fig["values"]:
         prm = _point(fig, xval)
         # common random numbers: every policy and every point use the same root seed
         res = _simulate_point(prm, st, opts, opts.seed)
         points.append(res)
         sol = res["solution"]
+        point_rows = []
         for name, r in res["sims"].items():
-            rows.append({
-                fig["x"]: xval, "policy": name, "cost": r.mean, "ci_low": r.ci[0], "ci_high": r.ci[1],
-                "half_width": r.half_width, "unstable": r.unstable, "reps": r.reps,
+            point_rows.append({
+                fig["x"]: xval, "policy": name,
+                "cost": None if r.unstable else r.mean, "ci_low": None if r.unstable else r.ci[0],
+                "ci_high": None if r.unstable else r.ci[1],
+                "half_width": None if r.unstable else (r.ci[1] - r.ci[0]) / 2,
+                "stable": r.success, "unstable": r.unstable, "cost_untrusted": r.mean if r.unstable else None,
+                "reason": r.message, "local_capacity_rho1": r.extra.get("local_capacity_rho1"),
+                "local_stable_exact": r.extra.get("local_stable_exact"), "reps": r.reps,
                 "completions": st["completions"], "coallocations_per_rep": r.coallocations_per_rep,
-                "L1": r.L1, "L2": r.L2, "lost_fraction": r.extra["lost_fraction"],
+                "L1": r.L1, "L2": r.L2, "lost_fraction": r.lost_fraction,
                 "mdp_certified": bool(sol.result.success),
             })
+        rows += point_rows
+        if tracker is not None:
+            tracker.done(point_rows, label=f"{fig['x']}={xval:g}")
     return rows, points, st
 
 
@@ -141,10 +160,21 @@ def _table(rows: list[dict[str, Any]], x: str, title: str) -> str:
         cells = []
         for n in names:
             r = next(r for r in rows if r[x] == xv and r["policy"] == n)
-            flag = " UNSTABLE" if r["unstable"] else ""
-            cells.append(f"{r['cost']:>12.4g} ± {r['half_width']:<8.3g}{flag:>9s}   ")
+            cells.append("unstable" if r["unstable"] else f"{r['cost']:>12.4g} ± {r['half_width']:<8.3g}")
         lines.append(f"{xv:>6g} " + "".join(f"{c:>34s}" for c in cells))
     return "\n".join(lines)
+
+
+def _mark_unstable(ax, xs: list[float], color, label: str | None, level: int = 0) -> None:
+    """Unstable points: an ``x`` near the top of the axes (one row per policy), never at a cost value."""
+    if xs:
+        ax.scatter(xs, [0.95 - 0.06 * level] * len(xs), marker="x", s=70, color=color,
+                   transform=ax.get_xaxis_transform(), label=label, zorder=5)
+
+
+def _xlim(ax, xs: list[float]) -> None:
+    pad = 0.05 * (max(xs) - min(xs) or 1.0)
+    ax.set_xlim(min(xs) - pad, max(xs) + pad)
 
 
 def _plot(rows: list[dict[str, Any]], x: str, title: str, path: Path, ycol: str = "cost") -> Path:
@@ -155,20 +185,15 @@ def _plot(rows: list[dict[str, Any]], x: str, title: str, path: Path, ycol: str 
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for name, marker in zip(POLICY_NAMES.values(), "osD"):
+    for k, (name, marker) in enumerate(zip(POLICY_NAMES.values(), "osD")):
         rs = sorted((r for r in rows if r["policy"] == name), key=lambda r: r[x])
-        xs = np.array([r[x] for r in rs])
-        ys = np.array([r[ycol] for r in rs])
-        err = np.array([r["half_width"] for r in rs])
-        ax.errorbar(xs, ys, yerr=err, marker=marker, capsize=3, label=PAPER_LABELS[name])
-        bad = [r for r in rs if r["unstable"]]
-        if bad:
-            ax.scatter([r[x] for r in bad], [r[ycol] for r in bad], s=140, facecolors="none", edgecolors="red",
-                       zorder=5, label="unstable" if name == "Local" else None)
+        ok = [r for r in rs if not r["unstable"]]
+        line = ax.errorbar([r[x] for r in ok], [r[ycol] for r in ok], yerr=[r["half_width"] for r in ok],
+                           marker=marker, capsize=3, label=PAPER_LABELS[name])
+        _mark_unstable(ax, [r[x] for r in rs if r["unstable"]], line[0].get_color(), f"{name}: unstable", k)
+    _xlim(ax, [r[x] for r in rows])
     ax.set_xlabel({"rho": "rho (= rho1 = rho2)", "mu3": "mu3", "p": "p"}[x])
-    ax.set_ylabel("average cost")
-    if any(r["unstable"] for r in rows):
-        ax.set_yscale("log")
+    ax.set_ylabel("average cost (stable points only)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -179,17 +204,22 @@ def _plot(rows: list[dict[str, Any]], x: str, title: str, path: Path, ycol: str 
 
 
 def _notes(rows: list[dict[str, Any]], x: str, st: dict[str, Any]) -> list[str]:
-    system = ("untruncated queues, table clamped beyond Delta" if st["untruncated"]
-              else f"truncated system as in the MDP (arrivals lost beyond Delta={st['delta']})")
+    system = (f"the MDP's truncated system (arrivals lost beyond Delta={st['delta']})" if st["truncated"]
+              else f"unbounded queues (the paper's system), optimal table read at min(q, {st['clamp']})")
     notes = [f"{st['reps']} replications x {st['completions']:,} completions per point; optimal policy from "
-             f"the discounted model (beta={st['beta']}, Delta={st['delta']}); {system}"]
-    worst = max((r.get("lost_fraction", 0.0) for r in rows), default=0.0)
+             f"the discounted model (beta={st['beta']}, Delta={st['delta']}); {system}; "
+             f"{'one job start' if st['max_starts'] == 1 else 'as many starts as fit'} per decision epoch"]
+    worst = max((r.get("lost_fraction") or 0.0 for r in rows), default=0.0)
     if worst > 0:
         notes.append(f"largest fraction of arrivals lost at the truncation: {worst:.2e}")
+    caps = sorted({round(r["local_capacity_rho1"], 4) for r in rows if r.get("local_capacity_rho1")})
+    if caps:
+        notes.append(f"Local's exact capacity (cluster 1, QBD drift): rho1 < {', '.join(map(str, caps))}")
     for r in rows:
         if r["unstable"]:
-            notes.append(f"{x}={r[x]:g} {r['policy']}: queues grow through the run (unstable); the number is not "
-                         f"a steady-state cost")
+            exact = ("" if r.get("local_stable_exact") is None
+                     else f"; exact verdict: {'stable' if r['local_stable_exact'] else 'unstable'}")
+            notes.append(f"{x}={r[x]:g} {r['policy']}: {r['reason']}{exact}")
     return notes
 
 
@@ -199,7 +229,7 @@ def _make_fig_runner(exp_id: str):
         rows, _, st = _run_fig(exp_id, opts)
         png = _plot(rows, fig["x"], fig["title"], Path(opts.outdir) / f"{exp_id}.png")
         return ExperimentResult(exp_id, rows, _table(rows, fig["x"], fig["title"]), [png],
-                                _notes(rows, fig["x"], st), meta={"settings": st, "seed": opts.seed})
+                                _notes(rows, fig["x"], st), meta={"settings": st, "seed": opts.seed, "reps": st["reps"]})
 
     return run
 
@@ -210,14 +240,20 @@ def _run_fig6(opts: RunOptions) -> ExperimentResult:
     for rho in sorted({r["rho"] for r in rows5}):
         loc = next(r for r in rows5 if r["rho"] == rho and r["policy"] == "Local")
         opt = next(r for r in rows5 if r["rho"] == rho and r["policy"] == "Optimal")
-        red = 100.0 * (loc["cost"] - opt["cost"]) / loc["cost"]
+        unstable = bool(loc["unstable"] or opt["unstable"])
+        red = None if unstable else 100.0 * (loc["cost"] - opt["cost"]) / loc["cost"]
         rows.append({"rho": rho, "reduction": red, "local": loc["cost"], "optimal": opt["cost"],
-                     "unstable": bool(loc["unstable"] or opt["unstable"])})
+                     "local_stable": not loc["unstable"], "optimal_stable": not opt["unstable"],
+                     "unstable": unstable})
     lines = ["Fig. 6: % reduction of the average cost by the optimal policy relative to Local "
              "(mu3=0.7, p=0.6, c1=2, c2=1)", f"{'rho':>6s} {'reduction %':>12s} {'Local':>12s} {'Optimal':>12s}"]
     for r in rows:
-        flag = "  (Local unstable: not a steady-state figure)" if r["unstable"] else ""
-        lines.append(f"{r['rho']:>6g} {r['reduction']:>12.2f} {r['local']:>12.4g} {r['optimal']:>12.4g}{flag}")
+        if r["unstable"]:
+            who = " and ".join(n for n, k in (("Local", "local_stable"), ("Optimal", "optimal_stable")) if not r[k])
+            lines.append(f"{r['rho']:>6g} {'-':>12s} {'unstable' if not r['local_stable'] else format(r['local'], '.4g'):>12s} "
+                         f"{'unstable' if not r['optimal_stable'] else format(r['optimal'], '.4g'):>12s}  ({who} unstable)")
+        else:
+            lines.append(f"{r['rho']:>6g} {r['reduction']:>12.2f} {r['local']:>12.4g} {r['optimal']:>12.4g}")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -227,10 +263,9 @@ def _run_fig6(opts: RunOptions) -> ExperimentResult:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     ok = [r for r in rows if not r["unstable"]]
-    bad = [r for r in rows if r["unstable"]]
     ax.plot([r["rho"] for r in ok], [r["reduction"] for r in ok], "o-", label="Optimal vs Local")
-    if bad:
-        ax.plot([r["rho"] for r in bad], [r["reduction"] for r in bad], "x", color="red", label="Local unstable")
+    _mark_unstable(ax, [r["rho"] for r in rows if r["unstable"]], "red", "Local or Optimal unstable")
+    _xlim(ax, [r["rho"] for r in rows])
     ax.set_xlabel("rho (= rho1 = rho2)")
     ax.set_ylabel("% reduction in average cost")
     ax.set_title("Fig. 6: % reduction by the optimal policy (mu3=0.7, p=0.6, c1=2, c2=1)", fontsize=9)
@@ -240,7 +275,7 @@ def _run_fig6(opts: RunOptions) -> ExperimentResult:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return ExperimentResult("coalloc-fig6", rows, "\n".join(lines), [path], _notes(rows5, "rho", st),
-                            meta={"settings": st, "seed": opts.seed})
+                            meta={"settings": st, "seed": opts.seed, "reps": st["reps"]})
 
 
 for _id in ("coalloc-fig5", "coalloc-fig7", "coalloc-fig8", "coalloc-fig9"):
