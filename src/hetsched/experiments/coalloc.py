@@ -63,7 +63,7 @@ def _settings(opts: RunOptions) -> dict[str, Any]:
         "reps": int(ex.get("reps", 8 if opts.quick else 60)),
         "completions": int(ex.get("completions", 100_000 if opts.quick else 2_000_000)),
         "delta": delta,
-        "clamp": int(ex.get("clamp", max(1, delta // 2))),
+        "clamp": min(int(ex.get("clamp", max(1, delta // 2))), delta),
         "truncated": bool(ex.get("truncated", False)),
         "beta": float(ex.get("beta", 0.05)),
         "max_starts": int(ex.get("max_starts", 1)),
@@ -75,9 +75,11 @@ _PARAMS = (
     REPS,
     Param("completions", "int", "job completions per replication", 1, 100_000_000),
     Param("delta", "int", "truncation Delta of the MDP used to compute the policy", 2, 300),
-    Param("untruncated", "bool", "simulate unbounded queues"),
+    Param("clamp", "int", "beyond the computed region read the optimal table at min(q, clamp) (default Delta // 2)",
+          1, 300),
+    Param("truncated", "bool", "simulate the MDP's truncated system instead of unbounded queues"),
     Param("beta", "float", "discount rate of the MDP", 0.0, 10.0, lo_open=True),
-    Param("max_starts", "int", "co-allocation starts per decision", 1, 1000),
+    Param("max_starts", "int", "queue-1 job starts per decision epoch (1: the paper; 0: as many as fit)", 0, 2),
 )
 
 
