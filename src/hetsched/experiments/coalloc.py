@@ -63,7 +63,7 @@ def _settings(opts: RunOptions) -> dict[str, Any]:
         "reps": int(ex.get("reps", 8 if opts.quick else 60)),
         "completions": int(ex.get("completions", 100_000 if opts.quick else 2_000_000)),
         "delta": delta,
-        "clamp": min(int(ex.get("clamp", max(1, delta // 2))), delta),
+        "clamp": int(ex.get("clamp", max(1, delta // 2))),
         "truncated": bool(ex.get("truncated", False)),
         "beta": float(ex.get("beta", 0.05)),
         "max_starts": int(ex.get("max_starts", 1)),
