@@ -153,7 +153,11 @@ def test_ctrl_c_writes_partial_results_and_exits_130(tmp_path):
     """SIGINT to the whole process group (as a terminal sends it): exit 130 within seconds."""
     p = subprocess.Popen(HETSCHED + ["reproduce", "thesis-table-2.1", "--outdir", str(tmp_path), "--workers", "2"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(8)
+    out_dir = tmp_path / "thesis-table-2.1"
+    deadline = time.time() + 120
+    while not out_dir.exists() and time.time() < deadline and p.poll() is None:
+        time.sleep(0.2)  # the folder is made (and checked) before the first cell starts
+    time.sleep(3)
     assert p.poll() is None, p.communicate()
     t0 = time.perf_counter()
     os.killpg(p.pid, signal.SIGINT)
