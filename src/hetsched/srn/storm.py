@@ -123,7 +123,8 @@ def storm_gspn_steady_state(gspn, bounds: dict[str, int], places, solver: str = 
         construction from its solver's precision.
 
     Returns ``{"states", "build_seconds", "solve_seconds", "mark": {place: E[#place]},
-    "pi_sum", "eliminated"}`` (``eliminated``: vanishing states Storm removed).
+    "dist": {place: [P(#place = k) for k = 0..]}, "pi_sum", "eliminated"}``
+    (``eliminated``: vanishing states Storm removed).
     """
     import stormpy
     import stormpy.developer as d
@@ -192,4 +193,5 @@ def storm_gspn_steady_state(gspn, bounds: dict[str, int], places, solver: str = 
     t2 = time.perf_counter()
     return {"states": n, "build_seconds": t1 - t0, "solve_seconds": t2 - t1,
             "mark": {p: float(pi @ X[:, j]) for j, p in enumerate(places)}, "pi_sum": float(pi.sum()),
+            "dist": {p: np.bincount(X[:, j].astype(np.int64), weights=pi).tolist() for j, p in enumerate(places)},
             "eliminated": n_built - n}
