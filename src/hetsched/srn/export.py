@@ -116,9 +116,9 @@ def srn_features(net: Net) -> dict[str, list[str]]:
     for t in net.transitions:
         f = []
         if callable(t.value):
-            f.append(f"marking-dependent {'rate' if t.timed else 'weight'} {_fname(t.value)}")
+            f.append(f"marking-dependent {'rate' if t.timed else 'weight'}")
         if t.guard is not None:
-            f.append(f"guard {_fname(t.guard)}")
+            f.append("guard")
         for label, arcs in (("input", t.inputs), ("output", t.outputs), ("inhibitor", t.inhibitors)):
             md = [p for p, m in arcs if callable(m)]
             if md:
@@ -331,7 +331,7 @@ def gspn_form(net: Net, *, unfold: bool = True, space: StateSpace | None = None,
     if feats and not unfold:
         what = "; ".join(f"{t}: {', '.join(f)}" for t, f in feats.items())
         raise ModelError(f"net {net.name!r} is not a GSPN (Storm and GreatSPN need constant rates, weights and "
-                         f"arcs and no guards): {what}. Unfold it (exact on the reachable markings) instead")
+                         f"arcs and no guards): {what}. Unfold it instead (the default; exact on the reachable markings)")
     space = space if space is not None else explore(net)
     names = net.place_names
     index = {p: j for j, p in enumerate(names)}
