@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -198,11 +197,20 @@ def test_explicit_refuses_negative_rewards(tmp_path):
 
 
 def _cli(*args, cwd):
+    """Run ``hetsched ARGS`` in-process in ``cwd``; returns (exit code, stdout, stderr)."""
     import os
 
-    env = dict(os.environ)
-    return subprocess.run([sys.executable, "-m", "hetsched.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env=env)
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        r = CliRunner().invoke(app, list(args))
+    finally:
+        os.chdir(old)
+    return subprocess.CompletedProcess(args, r.exit_code, r.stdout, r.stderr)
 
 
 SMALL = ["--servers", "6", "--gang-size", "3", "--capacity", "12", "--local-capacity", "1", "--arrival-rate", "2"]
