@@ -19,7 +19,8 @@ BAD = [
     (["--gang-size", "17"], "--gang-size"), (["--capacity", "0"], "--capacity"),
     (["--local-capacity", "-1"], "--local-capacity"), (["--policy", "RR"], "--policy"),
     (["--migration-guard", "x"], "--migration-guard"), (["--lc2-rule", "y"], "--lc2-rule"),
-    (["--servers", "200", "--capacity", "5000"], "markings"),
+    (["--servers", "200", "--capacity", "5000"], "markings"), (["--arrival-rate", "1e300"], "--arrival-rate"),
+    (["--task-rate", "1e-200"], "--task-rate"), (["--mu", "1e7"], "--mu"),
 ]
 
 

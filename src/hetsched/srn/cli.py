@@ -31,9 +31,17 @@ MAX_MARKING_BOUND = 5e7
 FORMATS = ("pnml", "prism-explicit", "drn")
 
 
+#: rates outside this range make the generator's entries differ by more than double precision resolves
+RATE_RANGE = (1e-6, 1e6)
+
+
 def _real(option: str, v: float, *, zero_ok: bool = False) -> float:
     if v is None or not math.isfinite(v) or v < 0 or (v == 0 and not zero_ok):
         raise ModelError(f"{option}: must be a finite number {'>= 0' if zero_ok else '> 0'}, got {v!r}")
+    lo, hi = RATE_RANGE
+    if v != 0 and not lo <= v <= hi:
+        raise ModelError(f"{option}: must lie in [{lo:g}, {hi:g}] (rates further apart than that cannot be "
+                         f"solved in double precision), got {v!r}")
     return float(v)
 
 
@@ -118,6 +126,11 @@ def gang_cmd(
                                  servers, gang_size, capacity, local_capacity, lc2_rule, load_includes_waiting,
                                  arrival_scales_with_pcont, migration_ignores_policy)
     out = solve_gang(p)
+    if not all(math.isfinite(out[k]) for k in ("ST", "SRT", "UoS", "GoS")):
+        from ..errors import SolverError
+
+        raise SolverError(f"the steady-state solver failed (residual {out['stats']['residual']!r}); "
+                          f"no measures for these rates")
     if json_out:
         emit_json(out)
         return
