@@ -49,7 +49,9 @@ BAD = [
     (["--p", "nan"], "--p"), (["--c1", "-2"], "--c1"), (["--c2", "inf"], "--c2"), (["--beta", "0"], "--beta"),
     (["--delta", "0"], "--delta"), (["--nu", "-1"], "--nu"), (["--eps", "nan"], "--eps"),
     (["--method", "simplex"], "--method"), (["--self-loop", "mid"], "--self-loop"),
-    (["--boundary", "wrap"], "--boundary"), (["--delta", "5000"], "--delta 5000"),
+    (["--boundary", "wrap"], "--boundary"), (["--mu1", "1e300"], "--mu1"), (["--rho", "1e10"], "--rho"),
+    (["--beta", "1e-300"], "--beta"), (["--rho", "1e5"], "differ by more than"),
+    (["--mu1", "1e5", "--mu2", "1e-5"], "differ by more than"), (["--nu", "1e300"], "--nu"), (["--eps", "1e-300"], "--eps"), (["--delta", "5000"], "--delta 5000"),
     (["--delta", "100000"], "--delta 100000"), (["--export", "m.txt"], "--export"),
 ]
 

@@ -89,6 +89,14 @@ def memory_estimate(delta: int) -> tuple[int, float]:
     return n, BASE_BYTES + BYTES_PER_STATE * n
 
 
+#: rates, loads, costs and the discount rate must lie in this range (beyond it value iteration needs
+#: more sweeps than a run can take, or the uniformized probabilities lose all precision)
+VALUE_RANGE = (1e-6, 1e6)
+#: largest ratio between the event rates (lambda1, lambda2, mu1, mu2, mu3); 1e6 took 100,000 sweeps
+#: without converging at Delta = 30, 700 converges in 5 s
+MAX_RATE_RATIO = 1e4
+
+
 def _real(option: str, v, *, zero_ok: bool = False):
     import math
 
@@ -98,6 +106,9 @@ def _real(option: str, v, *, zero_ok: bool = False):
         return None
     if not math.isfinite(v) or v < 0 or (v == 0 and not zero_ok):
         raise ModelError(f"{option}: must be a finite number {'>= 0' if zero_ok else '> 0'}, got {v!r}")
+    lo, hi = VALUE_RANGE
+    if v != 0 and not lo <= v <= hi:
+        raise ModelError(f"{option}: must lie in [{lo:g}, {hi:g}], got {v!r}")
     return float(v)
 
 
@@ -145,9 +156,15 @@ def coalloc_cmd(
 
     for name, v in (("--rho", rho), ("--rho1", rho1), ("--rho2", rho2), ("--c1", c1), ("--c2", c2)):
         _real(name, v, zero_ok=True)
-    for name, v in (("--mu1", mu1), ("--mu2", mu2), ("--mu3", mu3), ("--beta", beta), ("--nu", nu),
-                    ("--eps", eps)):
+    for name, v in (("--mu1", mu1), ("--mu2", mu2), ("--mu3", mu3), ("--beta", beta), ("--nu", nu)):
         _real(name, v)
+    if eps is not None:
+        import math
+
+        floor = 1e-13 * max(c1, c2, 1e-300) / beta      # J is about max(c) / beta: below this is rounding
+        if not (math.isfinite(eps) and floor <= eps):
+            raise ModelError(f"--eps: must be a finite number >= 1e-13 max(c1, c2) / beta = {floor:.3g} "
+                             f"(the rounding level of J), got {eps!r}")
     if not (0 <= p <= 1):
         raise ModelError(f"--p: the probability of a one-node job must lie in [0, 1], got {p!r}")
     _choice("--method", method, METHODS)
@@ -169,6 +186,12 @@ def coalloc_cmd(
         raise ModelError("--rho1/--rho2: give both (or --rho for both)")
     prm = CoallocParams.from_loads(rho, rho1, rho2, mu1=mu1, mu2=mu2, p=p, mu3=mu3, c1=c1, c2=c2, beta=beta,
                                    delta=delta, self_loop=self_loop, boundary=boundary, nu=nu)
+    rates = {"lambda1": prm.lam1, "lambda2": prm.lam2, "mu1": prm.mu1, "mu2": prm.mu2, "mu3": prm.mu3}
+    pos = {k: v for k, v in rates.items() if v > 0}
+    hi, lo = max(pos, key=pos.get), min(pos, key=pos.get)
+    if pos[hi] / pos[lo] > MAX_RATE_RATIO:
+        raise ModelError(f"--rho/--mu: {hi} = {pos[hi]:.4g} and {lo} = {pos[lo]:.4g} differ by more than "
+                         f"{MAX_RATE_RATIO:.0e}; value iteration would not converge in a run's time")
     stab = coalloc_stability(prm)
     if export is not None:   # check the target before the solve
         from .export import check_export_path
