@@ -28,7 +28,7 @@ export_app = typer.Typer(help="Write a net or its CTMC in a format other tools l
 #: about a tenth of the bound is reachable, and explore() stops at 5e6 markings)
 MAX_MARKING_BOUND = 5e7
 
-FORMATS = ("pnml", "prism-explicit", "drn")
+FORMATS = ("pnml", "pnpro", "prism-explicit", "drn")
 
 
 #: rates outside this range make the generator's entries differ by more than double precision resolves
@@ -170,11 +170,12 @@ def export_gang_cmd(
     gang_size: int = _GANG, capacity: int = _CAP, local_capacity: int = _LCAP, lc2_rule: str = _LC2,
     load_includes_waiting: bool = _WAITING, arrival_scales_with_pcont: bool = _PCONT,
     migration_ignores_policy: bool = _MIGPOL,
-    fmt: str = typer.Option(..., "--format", help="pnml (GSPN for Storm/GreatSPN), prism-explicit "
-                                                  "(.tra/.lab/.rew that Storm loads) or drn (Storm)."),
+    fmt: str = typer.Option(..., "--format", help="pnml (GSPN for Storm/GreatSPN), pnpro (GreatSPN project, "
+                                                  "written by Storm), prism-explicit (.tra/.lab/.rew that Storm "
+                                                  "loads) or drn (Storm)."),
     output: Path = typer.Option(..., "-o", "--output", help="File to write (prism-explicit: the prefix)."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
-    no_unfold: bool = typer.Option(False, "--no-unfold", help="pnml: refuse SRN-only features instead of "
+    no_unfold: bool = typer.Option(False, "--no-unfold", help="pnml, pnpro: refuse SRN-only features instead of "
                                                               "unfolding them (the gang model has them)."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable summary."),
 ) -> None:
@@ -202,11 +203,12 @@ def export_gang_cmd(
     summary = {"format": fmt, "policy": p.policy, "lambda": p.arrival_rate, "states": space.n_tangible,
                "vanishing": space.n_vanishing, "files": [str(t) for t in targets]}
     try:
-        if fmt == "pnml":
+        if fmt in ("pnml", "pnpro"):
             form = export.gspn_form(net, unfold=not no_unfold, space=space)
-            export.to_gspn_pnml(form, targets[0])
+            (export.to_gspn_pnml if fmt == "pnml" else export.to_pnpro)(form, targets[0])
             summary.update(places=len(form.places), transitions=len(form.transitions), unfolded=form.unfolded)
-            how = f"stormpy.gspn.load_gspn_file({str(targets[0])!r})"
+            how = f"stormpy.gspn.load_gspn_file({str(targets[0])!r})" + (" or the GreatSPN editor" if fmt == "pnpro"
+                                                                           else "")
         else:
             ctmc = to_ctmc(space)
             if fmt == "drn":
@@ -223,7 +225,7 @@ def export_gang_cmd(
         emit_json(summary)
         return
     extra = ""
-    if fmt == "pnml":
+    if fmt in ("pnml", "pnpro"):
         extra = (f", GSPN with {summary['places']} places and {summary['transitions']} transitions"
                  + (f" (unfolded: {', '.join(f'{k} -> {v}' for k, v in form.unfolded.items())})"
                     if form.unfolded else ""))

@@ -23,6 +23,9 @@
   the same (``check=True`` re-explores the unfolded net and compares the
   chains). The unfolding is exact for the reachable markings only: it is a
   model of *this* initial marking, not of the net for every initial marking.
+* :func:`to_pnpro` writes the same GSPN in GreatSPN's own editor format
+  (``.PNPRO``), through Storm (``stormpy.gspn.export_gspn_pnpro_file``; needs
+  ``stormpy``).
 * :func:`to_pnml` writes hetsched's *annotated* PT-net: constant multiplicities
   as ``inscription``, everything else (kinds, rates, guards, functions) as
   ``toolspecific tool="hetsched"`` text. It records the net; other tools cannot
@@ -54,7 +57,7 @@ from ..errors import ModelError
 from .net import Net, Reward
 from .reach import CTMC, StateSpace
 
-__all__ = ["to_gspn_pnml", "gspn_form", "GSPNForm", "GSPNTransition", "srn_features",
+__all__ = ["to_gspn_pnml", "to_pnpro", "gspn_form", "GSPNForm", "GSPNTransition", "srn_features",
            "to_pnml", "to_drn", "to_storm_explicit", "to_prism"]
 
 PNML_NS = "http://www.pnml.org/version-2009/grammar/pnml"
@@ -419,6 +422,29 @@ def to_gspn_pnml(net: Net | GSPNForm, path: str | Path | None = None, *, unfold:
     if path is not None:
         Path(path).write_text(text)
     return text
+
+
+def to_pnpro(net: Net | GSPNForm, path: str | Path, *, unfold: bool = True, check: bool = True,
+             space: StateSpace | None = None) -> Path:
+    """The GSPN of :func:`to_gspn_pnml` in GreatSPN's ``.PNPRO`` format, written by Storm.
+
+    Storm reads the PNML and writes the GreatSPN editor project (single-server
+    ``EXP`` transitions with ``delay`` = rate, ``IMM`` with weight and priority).
+    Raises :class:`ModelError` if ``stormpy`` is not installed.
+    """
+    import tempfile
+
+    try:
+        import stormpy.gspn as sg
+    except ImportError:
+        raise ModelError("the pnpro format is written by Storm: install stormpy "
+                         "(pip install 'hetsched[storm]')") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        pnml = Path(tmp) / "net.pnml"
+        to_gspn_pnml(net, pnml, unfold=unfold, check=check, space=space)
+        gspn = sg.load_gspn_file(str(pnml))
+        sg.export_gspn_pnpro_file(gspn, str(path))
+    return Path(path)
 
 
 def to_pnml(net: Net, path: str | Path | None = None) -> str:
