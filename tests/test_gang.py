@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hetsched.errors import ModelError
-from hetsched.srn import explore, mark, rate, solve
+from hetsched.srn import explore, rate, solve
 from hetsched.srn.gang import POLICIES, GangParams, gang_measures, gang_net
 
 
