@@ -140,7 +140,13 @@ def storm_gspn_steady_state(gspn, bounds: dict[str, int], places, solver: str = 
     if has_immediate:
         # labels "(P = k)" survive the elimination of vanishing states; valuations do not
         text = "; ".join(f"LRA=? [ {p}={k} ]" for p in places for k in range(int(bounds[p]) + 1))
-        props = stormpy.parse_properties(text, jani)
+        try:
+            props = stormpy.parse_properties(text, jani)
+        except RuntimeError:
+            from ..errors import ModelError
+
+            raise ModelError(f"Storm cannot parse properties over the places {places}: a place named like an "
+                             f"operator of its property language (F, G, U, W, X, ...) must be renamed") from None
         opts = stormpy.BuilderOptions([q.raw_formula for q in props]) if hasattr(props[0], "raw_formula") \
             else stormpy.BuilderOptions([q.get_raw_formula() for q in props])
     else:
