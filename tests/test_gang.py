@@ -1,10 +1,12 @@
-"""Gang-scheduling SRN (seed 003): invariants, flow balance / Little's law, solver agreement."""
+"""Gang-scheduling SRN (seed 003): invariants, flow balance / Little's law, solver agreement, and the
+measures of eqs (1)-(4) against Storm solving the same net from our GSPN export (an independent
+state-space generator and solver)."""
 
 import numpy as np
 import pytest
 
 from hetsched.errors import ModelError
-from hetsched.srn import explore, mark, rate, solve
+from hetsched.srn import explore, rate, solve
 from hetsched.srn.gang import POLICIES, GangParams, gang_measures, gang_net
 
 
@@ -48,10 +50,46 @@ def test_flow_balance_and_little(policy, lam):
     assert m["ST"] == pytest.approx(p.gang_size * X_T + m["local_throughput"], rel=1e-9)
     # Little's law for the servers: mean busy = arrival-side task throughput x mean service time
     assert m["mean_busy"] == pytest.approx((p.gang_size * X_T + m["local_throughput"]) / p.task_rate, rel=1e-9)
-    # Little's law on GQ via rate("T") as used by SRT
-    assert m["SRT"] == pytest.approx(r.expect(mark("LQ1") + mark("LQ2") + mark("GQ")) / X_T, rel=1e-12)
     assert 0 <= m["UoS"] <= 1
-    assert m["UoS"] == pytest.approx(m["mean_busy"] / sum(p.servers), rel=1e-9)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_measures_match_storm(tmp_path, policy):
+    """ST, SRT, UoS, GoS (eqs 1-4) from Storm's steady state of the same net: Storm builds the chain from
+    the PNML of the unfolded GSPN, eliminates the vanishing states itself and solves it (exactly, on
+    its generator). The measures are formed from Storm's distribution: ST = mu_task E[#LQ1 + #LQ2],
+    rate(T) = lambda P(#GQ < C), UoS = 1 - E[#N1 + #N2] / (n1 + n2)."""
+    pytest.importorskip("stormpy")
+    from hetsched.srn.export import gspn_form, to_gspn_pnml
+    from hetsched.srn.storm import storm_gspn_steady_state
+
+    p = small(policy, arrival_rate=2.0)
+    net = gang_net(p)
+    form = gspn_form(net)
+    to_gspn_pnml(form, tmp_path / "g.pnml")
+    st = storm_gspn_steady_state(tmp_path / "g.pnml", form.bounds, ["GQ", "LQ1", "LQ2", "N1", "N2"], solver="dense")
+    E = st["mark"]
+    X_T = p.arrival_rate * (1.0 - st["dist"]["GQ"][p.capacity])
+    truth = {"ST": p.task_rate * (E["LQ1"] + E["LQ2"]), "SRT": (E["LQ1"] + E["LQ2"] + E["GQ"]) / X_T,
+             "UoS": 1.0 - (E["N1"] + E["N2"]) / sum(p.servers)}
+    truth["GoS"] = truth["ST"] + p.W / truth["SRT"]
+    m = gang_measures(solve(gang_net(p), method="direct"), p)
+    assert st["states"] == explore(net).n_tangible
+    for k, v in truth.items():
+        assert m[k] == pytest.approx(v, rel=1e-9), k
+
+
+def test_light_load_limit_closed_form():
+    """No local jobs, migration off, one site's worth of gangs at a time: with lambda -> 0 almost every
+    gang finds free servers, so ST -> np * lambda, UoS -> np * lambda / (mu_task (n1 + n2)) and
+    SRT -> np / mu_task (np tasks in service for 1/mu_task each, per gang, by Little's law) plus the
+    dispatch delay 1 / (2 mu) (PCONT rises to 2 at the first waiting gang, S_1 = 0)."""
+    lam = 1e-4
+    p = small("LC1", arrival_rate=lam, local_rate=(0.0, 0.0), migration=False)
+    m = gang_measures(solve(gang_net(p), method="direct"), p)
+    assert m["ST"] == pytest.approx(p.gang_size * lam, rel=1e-3)
+    assert m["UoS"] == pytest.approx(p.gang_size * lam / (p.task_rate * sum(p.servers)), rel=1e-3)
+    assert m["SRT"] == pytest.approx(p.gang_size / p.task_rate + 1.0 / (2 * p.mu[0]), rel=1e-3)
 
 
 @pytest.mark.parametrize("policy", POLICIES)

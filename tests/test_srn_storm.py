@@ -12,6 +12,9 @@ pytestmark = pytest.mark.storm
 NETS = [
     GangGSPN(servers=8, capacity=10, gang_size=3, arrival=1.5, dispatch=(2.0, 1.0), local=(0.5, 1.0)),
     GangGSPN(servers=6, capacity=8, gang_size=2, arrival=2.5, dispatch=(1.0, 3.0), local=(1.0, 0.2), mu=1.3),
+    # immediate transitions: Storm builds a Markov automaton and eliminates its vanishing states
+    GangGSPN(servers=5, capacity=6, gang_size=2, arrival=2.0, dispatch=(1.5, 1.0), local=(0.7, 1.1),
+             immediate_start=True),
 ]
 
 
@@ -21,6 +24,7 @@ def test_same_chain_as_storm(g):
     ref = storm_steady_state(g, solver="dense")
     r = solve(gang_gspn(g), method="direct")
     assert r.space.n_tangible == ref["states"]
+    assert (ref["eliminated"] > 0) == g.immediate_start == (r.space.n_vanishing > 0)
     for p, v in ref["mark"].items():
         assert r.expect(mark(p)) == pytest.approx(v, rel=1e-10), p
 

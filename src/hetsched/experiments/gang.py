@@ -4,6 +4,13 @@ For each policy the reachability graph is generated once; the sweep over the
 gang arrival rate only rescales the rate of ``T`` (its guards and arcs do not
 depend on lambda) and warm-starts the steady-state solver from the previous
 lambda.
+
+Readings of what the paper leaves open (``docs/assumptions.md``, ``docs/srn.md``)
+are chosen with ``--set KEY=VALUE``: ``mu``, ``task_rate``, ``local_rate``
+(numbers), ``lc2_rule`` (``table``/``text``), ``migration_guard``
+(``table``/``text``), ``migration``, ``migration_follows_policy``,
+``load_includes_waiting``, ``arrival_scales_with_pcont`` (``true``/``false``).
+Other keys are refused.
 """
 
 from __future__ import annotations
@@ -13,6 +20,30 @@ import time
 from . import Experiment, ExperimentResult, RunOptions, register
 
 COLUMNS = ("policy", "lambda", "states", "ST", "SRT", "UoS", "GoS")
+
+READING_KEYS = ("mu", "task_rate", "local_rate", "lc2_rule", "migration_guard", "migration",
+                "migration_follows_policy", "load_includes_waiting", "arrival_scales_with_pcont")
+
+
+def readings(extra: dict) -> dict:
+    """GangParams keyword arguments from ``--set`` values; unknown keys and bad values are refused."""
+    from ..errors import ModelError
+
+    kw = {}
+    for key, val in extra.items():
+        if key not in READING_KEYS:
+            raise ModelError(f"--set {key}: unknown for gang-srn; known: {', '.join(READING_KEYS)}")
+        if key in ("mu", "task_rate", "local_rate"):
+            if isinstance(val, bool) or not isinstance(val, (int, float)):
+                raise ModelError(f"--set {key}={val!r}: expected a number")
+            kw[key] = float(val) if key == "task_rate" else (float(val), float(val))
+        elif key in ("lc2_rule", "migration_guard"):
+            kw[key] = str(val)
+        else:
+            if not isinstance(val, bool):
+                raise ModelError(f"--set {key}={val!r}: expected true or false")
+            kw[key] = val
+    return kw
 
 
 def run(opts: RunOptions) -> ExperimentResult:
@@ -25,11 +56,13 @@ def run(opts: RunOptions) -> ExperimentResult:
     from ..srn.gang import LAMBDAS, POLICIES, GangParams, gang_measures, gang_net
 
     lams = (1.0, 3.0, 5.5) if opts.quick else LAMBDAS
+    kw = readings(dict(opts.extra))
+    GangParams(**kw)   # validate the readings before any work (the message names the field)
     rows = []
     notes = []
     t0 = time.perf_counter()
     for pol in POLICIES:
-        base = GangParams(policy=pol, arrival_rate=lams[0])
+        base = GangParams(policy=pol, arrival_rate=lams[0], **kw)
         space0 = explore(gang_net(base))
         x = None
         for lam in lams:
@@ -72,10 +105,13 @@ def run(opts: RunOptions) -> ExperimentResult:
     states = {pol: next(r["states"] for r in rows if r["policy"] == pol) for pol in POLICIES}
     table = ("Ro & Cao (2010), Figs 2-5: gang scheduling SRN, C=64, K=7, 2 x 16 servers, np=5\n"
              f"tangible states: {states}\n" + "\n".join(lines))
-    notes.append("rates the paper does not state are assumptions (docs/assumptions.md): "
-                 "local arrival 1.0/site, task service 1.0, mu1 = mu2 = 1.0 per PCONT level")
+    p0 = GangParams(**kw)
+    notes.append(f"rates the paper does not state are assumptions (docs/assumptions.md): local arrival "
+                 f"{p0.local_rate[0]:g}/site, task service {p0.task_rate:g}, mu1 = mu2 = {p0.mu[0]:g} per PCONT level")
+    if kw:
+        notes.append("readings: " + ", ".join(f"{k}={v}" for k, v in kw.items()))
     return ExperimentResult(id="gang-srn", rows=rows, table=table, figures=figures, notes=notes,
-                            meta={"seconds": time.perf_counter() - t0, "lambdas": list(lams)})
+                            meta={"seconds": time.perf_counter() - t0, "lambdas": list(lams), "readings": kw})
 
 
 register(Experiment(

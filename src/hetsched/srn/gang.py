@@ -36,6 +36,8 @@ Policies (guards of GS1 / GS2, Table 5; relation signs lost in the paper, *A*)
     LC1  ``#LQ1 <= #LQ2`` / ``#LQ1 > #LQ2``
     LC2  ``#LQ1 + #LQ2 <= th1`` / ``th1 < #LQ1 + #LQ2 <= th2`` with
          ``th1 = (h1+h2)/3``, ``th2 = 2(h1+h2)/3``, ``h_i = n_i + q_i``
+         (``lc2_rule="table"``); ``lc2_rule="text"`` reads Section 4.3
+         ("if TL <= th1 ... Site1, else ... Site2"): GS2 needs only ``TL > th1``
 
 Measures (eqs 1-4)
     ST  = rate(t1) + rate(t2)
@@ -60,6 +62,7 @@ __all__ = ["GangParams", "POLICIES", "gang_net", "gang_measures", "solve_gang", 
 POLICIES = ("LS", "LC1", "LC2")
 LAMBDAS = tuple(1.0 + 0.5 * i for i in range(10))   # 1.0, 1.5, ..., 5.5 (Section 5.2)
 MIGRATION_GUARDS = ("table", "text")
+LC2_RULES = ("table", "text")
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class GangParams:
     migration_follows_policy: bool = True
     load_includes_waiting: bool = False             # LC1/LC2 load: #LQ_i (False) or #LQ_i + #pl_i
     arrival_scales_with_pcont: bool = False         # Table 4 literally: T rate lambda*#PCONT
+    lc2_rule: str = "table"                         # LC-2: "table" (th1 < TL <= th2 for GS2) or "text" (TL > th1)
     W: float = 10.0
 
     def __post_init__(self):
@@ -117,6 +121,8 @@ class GangParams:
                              f"got forward={S!r}, reverse={s!r}")
         if self.migration_guard not in MIGRATION_GUARDS:
             raise ModelError(f"migration_guard must be one of {MIGRATION_GUARDS}, got {self.migration_guard!r}")
+        if self.lc2_rule not in LC2_RULES:
+            raise ModelError(f"lc2_rule must be one of {LC2_RULES}, got {self.lc2_rule!r}")
 
     @property
     def K(self) -> int:
@@ -161,6 +167,9 @@ def gang_net(p: GangParams) -> Net:
 
     if p.policy == "LC1":
         pol = {1: lambda m: load(m, 1) <= load(m, 2), 2: lambda m: load(m, 1) > load(m, 2)}
+    elif p.policy == "LC2" and p.lc2_rule == "text":
+        pol = {1: lambda m: (load(m, 1) + load(m, 2)) <= th1,
+               2: lambda m: (load(m, 1) + load(m, 2)) > th1}
     elif p.policy == "LC2":
         pol = {1: lambda m: (load(m, 1) + load(m, 2)) <= th1,
                2: lambda m: ((load(m, 1) + load(m, 2)) > th1) & ((load(m, 1) + load(m, 2)) <= th2)}

@@ -9,6 +9,13 @@ servers, local jobs take one free server, every busy server completes its task
 at rate ``mu`` (infinite-server semantics). Storm solves it through
 GSPN -> JANI -> Markov automaton with the maximal-progress assumption, as in
 ``storm --gspn``.
+
+:func:`storm_gspn_steady_state` does the same for any GSPN Storm holds, e.g.
+one read from the PNML of :func:`hetsched.srn.export.to_gspn_pnml`. A net with
+immediate transitions becomes a Markov automaton; its vanishing states are
+eliminated by Storm (``eliminate_non_markovian_chains``), which yields the
+tangible CTMC. That transformation drops state valuations, so the markings of
+the remaining states are read back from labels ``(P = k)`` that Storm keeps.
 """
 
 from __future__ import annotations
@@ -16,12 +23,13 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from .net import Net
 
-__all__ = ["GangGSPN", "gang_gspn", "storm_steady_state"]
+__all__ = ["GangGSPN", "gang_gspn", "storm_steady_state", "storm_gspn_steady_state"]
 
 
 @dataclass(frozen=True)
@@ -91,34 +99,91 @@ def _storm_builder(g: GangGSPN):
 
 
 def storm_steady_state(g: GangGSPN, places=("GQ", "LQ1", "LQ2", "N1", "N2"), solver: str = "default") -> dict:
-    """Storm: build the model and the expected token counts in steady state.
+    """Storm on the net of :class:`GangGSPN`: see :func:`storm_gspn_steady_state`."""
+    bounds = {p: (g.capacity if p == "GQ" else 2 if p.startswith("pl") else g.servers) for p in g.places()}
+    return storm_gspn_steady_state(_storm_builder(g), bounds, places, solver)
 
-    Returns ``{"states", "build_seconds", "solve_seconds", "mark": {place: E[#place]}}``.
-    ``solver="eigen"`` switches Storm to its Eigen equation solver; ``solver="dense"``
-    takes Storm's generator and solves it exactly with NumPy (small nets), which
-    separates Storm's model construction from its solver's precision.
-    For nets with immediate transitions Storm builds a Markov automaton; its
-    vanishing states are removed with ``eliminate_non_markovian_chains`` first.
+
+def storm_gspn_steady_state(gspn, bounds: dict[str, int], places, solver: str = "default") -> dict:
+    """Storm: build the GSPN's model and the expected token counts in steady state.
+
+    Parameters
+    ----------
+    gspn : path or stormpy.gspn.GSPN
+        A ``.pnml``/``.pnpro`` file, or a GSPN (Storm can turn one GSPN object
+        into a model only once: pass a fresh one per call).
+    bounds : dict
+        Largest token count of each place in ``places`` (labels ``(P = k)`` are
+        built for ``k = 0..bound`` when vanishing states must be eliminated).
+    places : sequence of str
+    solver : str
+        ``"default"``: Storm's default steady-state solver; ``"eigen"``: its
+        Eigen (sparse LU) equation solver; ``"dense"``: Storm's generator solved
+        exactly with NumPy (small nets), which separates Storm's model
+        construction from its solver's precision.
+
+    Returns ``{"states", "build_seconds", "solve_seconds", "mark": {place: E[#place]},
+    "dist": {place: [P(#place = k) for k = 0..]}, "pi_sum", "eliminated"}``
+    (``eliminated``: vanishing states Storm removed).
     """
     import stormpy
     import stormpy.developer as d
     import stormpy.gspn as sg
+    import stormpy.transformations as tr
 
+    places = list(places)
     t0 = time.perf_counter()
-    jani, _ = sg.build_jani_model(_storm_builder(g))
-    opts = stormpy.BuilderOptions(build_full=True)
-    opts.set_build_state_valuations(True)
+    if isinstance(gspn, (str, Path)):
+        gspn = sg.load_gspn_file(str(gspn))
+    jani, _ = sg.build_jani_model(gspn)
+    has_immediate = gspn.get_number_of_immediate_transitions() > 0
+    if has_immediate:
+        # labels "(P = k)" survive the elimination of vanishing states; valuations do not
+        text = "; ".join(f"LRA=? [ {p}={k} ]" for p in places for k in range(int(bounds[p]) + 1))
+        try:
+            props = stormpy.parse_properties(text, jani)
+        except RuntimeError:
+            from ..errors import ModelError
+
+            raise ModelError(f"Storm cannot parse properties over the places {places}: a place named like an "
+                             f"operator of its property language (F, G, U, W, X, ...) must be renamed") from None
+        opts = stormpy.BuilderOptions([q.raw_formula for q in props]) if hasattr(props[0], "raw_formula") \
+            else stormpy.BuilderOptions([q.get_raw_formula() for q in props])
+    else:
+        opts = stormpy.BuilderOptions(build_full=True)
+        opts.set_build_state_valuations(True)
     opts.set_apply_maximal_progress_assumption(True)
     model = stormpy.build_model(jani, options=opts)
-    t1 = time.perf_counter()
-    vals = model.state_valuations
-    n = model.nr_states
-    X = np.array([[json.loads(str(vals.to_json(s)))[p] for p in places] for s in range(n)], float)
-    if not str(model.model_type).endswith("CTMC"):
-        raise NotImplementedError("Storm built a Markov automaton: use nets without immediate transitions here")
-    t2 = time.perf_counter()
+    n_built = model.nr_states
+    if has_immediate:
+        if not str(model.model_type).endswith("MA"):
+            raise RuntimeError(f"Storm built a {model.model_type} for a GSPN with immediate transitions")
+        model, _ = tr.eliminate_non_markovian_chains(model, [], d.EliminationLabelBehavior.DELETE_LABELS)
+        if not str(model.model_type).endswith("CTMC"):
+            raise RuntimeError("Storm's elimination of vanishing states left a Markov automaton "
+                               "(non-deterministic choices between immediate transitions?)")
+    t1 = time.perf_counter()   # build (and elimination) time; reading the markings back is not counted
+    if has_immediate:
+        n = model.nr_states
+        X = np.full((n, len(places)), -1.0)
+        lab = model.labeling
+        for j, p in enumerate(places):
+            for k in range(int(bounds[p]) + 1):
+                name = f"({p} = {k})"
+                if lab.contains_label(name):
+                    for s in lab.get_states(name):
+                        X[s, j] = k
+        if (X < 0).any():
+            raise RuntimeError("a Storm state has no (P = k) label: bounds too small?")
+    else:
+        if not str(model.model_type).endswith("CTMC"):
+            raise RuntimeError(f"Storm built a {model.model_type} for a GSPN without immediate transitions")
+        vals = model.state_valuations
+        n = model.nr_states
+        X = np.array([[json.loads(str(vals.to_json(s)))[p] for p in places] for s in range(n)], float)
     env = d.Environment()
-    if solver == "dense":  # Storm's chain, solved exactly here (small nets): isolates Storm's solver error
+    t_solve = time.perf_counter()
+    if solver == "dense":
         R = np.zeros((n, n))
         for s in range(n):
             for e in model.transition_matrix.get_row(s):
@@ -128,13 +193,13 @@ def storm_steady_state(g: GangGSPN, places=("GQ", "LQ1", "LQ2", "N1", "N2"), sol
         b = np.zeros(n)
         b[-1] = 1.0
         pi = np.linalg.solve(A, b)
-        t3 = time.perf_counter()
-        return {"states": n, "build_seconds": t1 - t0, "solve_seconds": t3 - t2,
-                "mark": {p: float(pi @ X[:, j]) for j, p in enumerate(places)}, "pi_sum": float(pi.sum())}
-    if solver == "eigen":  # Storm's sparse LU (tight), instead of its default iterative solver at 1e-6
-        env.solver().set_linear_equation_solver_type(d.EquationSolverType.EIGEN)
-    r = d.compute_steady_state_distribution_with_sparse_engine(env, model)
-    pi = np.array([r.get_value(s) for s in range(n)])
-    t3 = time.perf_counter()
-    return {"states": n, "build_seconds": t1 - t0, "solve_seconds": t3 - t2,
-            "mark": {p: float(pi @ X[:, j]) for j, p in enumerate(places)}, "pi_sum": float(pi.sum())}
+    else:
+        if solver == "eigen":  # Storm's sparse LU (tight), instead of its default iterative solver at 1e-6
+            env.solver().set_linear_equation_solver_type(d.EquationSolverType.EIGEN)
+        r = d.compute_steady_state_distribution_with_sparse_engine(env, model)
+        pi = np.array([r.get_value(s) for s in range(n)])
+    t2 = time.perf_counter()
+    return {"states": n, "build_seconds": t1 - t0, "solve_seconds": t2 - t_solve,
+            "mark": {p: float(pi @ X[:, j]) for j, p in enumerate(places)}, "pi_sum": float(pi.sum()),
+            "dist": {p: np.bincount(X[:, j].astype(np.int64), weights=pi).tolist() for j, p in enumerate(places)},
+            "eliminated": n_built - n}
