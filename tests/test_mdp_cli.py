@@ -112,13 +112,16 @@ def _saturated_throughput_sim(p, mu1, n_events, seed):
 
 
 def test_local_capacity_against_simulation_and_limits():
-    assert local_capacity(0.0, 1.0) == pytest.approx(1.0, rel=1e-12)     # one two-node job at a time
-    assert local_capacity(1.0, 2.0) == pytest.approx(4.0, rel=1e-12)     # two one-node servers
-    th = local_capacity(0.6, 1.0)
+    """As many starts as fit (max_starts=0): the capacity is the saturated cluster's throughput."""
+    assert local_capacity(0.0, 1.0, max_starts=0) == pytest.approx(1.0, rel=1e-9)  # one two-node job at a time
+    assert local_capacity(1.0, 2.0, max_starts=0) == pytest.approx(1.0, rel=1e-9)  # two one-node servers
+    m = 0.6 + 2 * 0.4
+    th = local_capacity(0.6, 1.0, max_starts=0) * 2 / m  # jobs per unit time
     sim = _saturated_throughput_sim(0.6, 1.0, 200_000, seed=7)
     assert sim == pytest.approx(th, rel=0.01)
-    # 0.6 * 1 + 0.4 * 2 nodes per job: rho1 capacity of Local = th * m / 2
-    assert coalloc_stability(CoallocParams.from_loads(0.5))["local_capacity_rho1"] == pytest.approx(th * 1.4 / 2)
+    # the model's rule (one start per decision epoch) is what the verdict uses
+    assert coalloc_stability(CoallocParams.from_loads(0.5))["local_capacity_rho1"] == pytest.approx(
+        local_capacity(0.6, 1.0, max_starts=1))
 
 
 @pytest.mark.parametrize("rho2", [0.0, 0.5, 0.8, 0.95])

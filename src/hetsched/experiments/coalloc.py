@@ -19,7 +19,7 @@ lost and counted); ``--set clamp=K``, ``delta=D``, ``max_starts=0|1``.
 
 Every point reports whether each policy is stable: the core instability rule
 on the simulation, and for Local also the exact verdict (Local's capacity from
-the quasi-birth-death drift of :mod:`hetsched.sim.coalloc.capacity`). An unstable
+the quasi-birth-death drift of :mod:`hetsched.mdp.stability`). An unstable
 point has no cost (``cost`` is null, the run's value is ``cost_untrusted``) and
 is marked ``x`` at the top of the plots, never drawn as a cost.
 

@@ -268,28 +268,19 @@ class CoallocParams:
         return self.lam1 + self.lam2 + 2 * self.mu1 + self.mu2 + self.mu3
 
     def overload_reason(self) -> str | None:
-        """Why the *untruncated* system is unstable under every policy, or ``None`` if these bounds allow stability.
+        """Why the *untruncated* system is unstable under every policy, or ``None`` if no bound proves it.
 
-        Work conservation gives three necessary conditions for stability (preemptive-resume
-        keeps every job's work): cluster 2 alone must keep up, ``rho2 < 1`` (co-allocation only
-        takes its node away); cluster 1's two nodes must serve every one-node job and at
-        least one node of every two-node job, ``lambda1 (p / mu1 + (1 - p) min(2 / mu1, 1 / mu3)) < 2``;
-        and the three nodes together must serve all the node-time,
-        ``lambda1 (p / mu1 + 2 (1 - p) / max(mu1, mu3)) + lambda2 / mu2 < 3``. The truncated
-        model always has an optimal policy; when one of these fails, that policy only
-        describes a system that blocks arrivals at ``Delta``.
+        The truncated model always has an optimal policy; when this is not ``None``,
+        that policy only describes a system that blocks arrivals at ``Delta``. The
+        bounds (work conservation: ``rho2 < 1``, and the fluid bound on what cluster 1
+        can carry when co-allocating as much as cluster 2 allows) are those of
+        :func:`hetsched.mdp.stability.coalloc_stability`.
         """
-        lam1, lam2, p = self.lam1, self.lam2, self.p
-        if self.rho2 >= 1:
-            return f"rho2 = {self.rho2:.4g} >= 1: cluster 2 alone cannot keep up under any policy"
-        c1 = lam1 * (p / self.mu1 + (1 - p) * min(2 / self.mu1, 1 / self.mu3))
-        if c1 >= 2:
-            return (f"cluster 1 needs {c1:.4g} >= 2 nodes' worth of work per unit time even when co-allocating "
-                    f"(rho1 = {self.rho1:.4g})")
-        tot = lam1 * (p / self.mu1 + 2 * (1 - p) / max(self.mu1, self.mu3)) + lam2 / self.mu2
-        if tot >= 3:
-            return f"the two clusters need {tot:.4g} >= 3 nodes' worth of work per unit time"
-        return None
+        from .stability import coalloc_stability
+
+        st = coalloc_stability(self)
+        return st["message"].removeprefix("unstable under every policy: ").split("; the policy")[0] \
+            if st["stable"] is False else None
 
     def with_(self, **kw: Any) -> "CoallocParams":
         return replace(self, **kw)

@@ -2,72 +2,126 @@ r"""Stability of the two-cluster co-allocation system (seed 000) for given loads
 
 The MDP is solved on a truncated state space (``q1, q2 <= Delta``), which always
 has a finite discounted cost, so an "optimal policy" is printed even for loads
-that no policy can carry. This module says which loads those are.
+that no policy can carry. This module says which loads those are; the
+simulator (:mod:`hetsched.sim.coalloc`) reports the same verdicts.
 
-Necessary for any policy (fluid bound)
+Necessary for any policy (fluid bound, :func:`fluid_max_rho1`)
     Let ``f`` be the fraction of two-node cluster-1 jobs that are co-allocated.
     Cluster 1 needs node-time ``lambda1 [p / mu1 + (1-p)(1-f) 2 / mu1 + (1-p) f / mu3] < 2``
     per unit time and cluster 2 (whose node a co-allocated job takes, preempting)
     ``lambda2 / mu2 + lambda1 (1-p) f / mu3 < 1``. If no ``f`` in ``[0, 1]``
     satisfies both, every policy is unstable (in particular ``rho2 >= 1``).
 
-Sufficient (the Local policy, never co-allocate)
-    Cluster 2 is then M/M/1 (stable iff ``rho2 < 1``) and cluster 1 a two-node
-    FCFS queue with head-of-line blocking. Its capacity is the throughput of the
-    *saturated* cluster (a head job always waiting): a small CTMC over the
-    blocked configurations ``(x1, x2, g)``, after each completion starting head
-    jobs while they fit (next head: one node w.p. ``p``). Local is stable iff
-    ``lambda1`` is below that throughput and ``rho2 < 1`` (Loynes-type argument for
-    a saturated work-conserving FCFS system). With ``p = 0.6, mu1 = 1`` this is
-    ``rho1 < 0.8537`` (throughput 1.2195 jobs per unit time): two-node jobs waiting behind
-    a busy node waste capacity.
+Sufficient: the Local policy (never co-allocate), exactly (:func:`local_capacity`)
+    Under Local (never co-allocate) the clusters decouple. Cluster 2 is an M/M/1
+    queue: stable iff ``rho2 = lambda2 / mu2 < 1``. Cluster 1 — two nodes, one FCFS
+    queue, a job needing one node (probability ``p``) or both, exponential
+    service at rate ``mu1`` whatever its size — is a quasi-birth-death process
+    once the queue is long:
+    
+    * level: ``q1`` (jobs waiting, the head included);
+    * phase: ``(g, x1, x2)`` — size of the head job and the one- and two-node jobs
+      in service (``x1 + 2 x2 <= 2``): 8 phases;
+    * events: an arrival (rate ``lambda1``), a completion (``mu1 x1`` or
+      ``mu1 x2``); after each event the decision epoch starts the head job if it
+      fits — at most one job per epoch in the paper's model (``max_starts=1``,
+      §2: "at most 1 job from queue at cluster 1 can start execution at each
+      decision epoch"), or as many as fit (``max_starts=0``, a plain FCFS queue).
+      A start reveals the size of the next head (``p`` / ``1 - p``).
+    
+    With ``max_starts=1`` the level moves by -1, 0 or +1 per event (a QBD); with
+    ``max_starts=0`` by up to -2, so we use the general skip-free-to-the-right
+    drift. Neuts' criterion: with ``pi`` the stationary law of the phase process
+    ``A = sum_k A_k``, the queue is stable iff the mean drift
+    ``sum_k k pi A_k 1 < 0`` (Neuts 1981, Thm 1.7.1; Latouche and Ramaswami 1999,
+    Thm 7.2.3). The capacity is the root of the drift in ``lambda1`` (Brent's
+    method), reported as ``rho1 = lambda1 m / (2 mu1)`` with ``m = p + 2(1-p)``.
+    
+    Closed forms that check it: ``p = 0`` (every job takes both nodes: M/M/1 at
+    ``mu1``) and ``p = 1`` with ``max_starts=0`` (M/M/2) both give ``rho1 = 1``.
 
 Between the two, some co-allocating policy may or may not be stable; the
-verdict is then ``None`` (not established).
+verdict is then ``None`` (not established; the simulation's instability rule
+decides for a given policy).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from scipy.optimize import brentq
 
-__all__ = ["local_capacity", "fluid_max_rho1", "coalloc_stability"]
+from ..errors import ModelError
+
+__all__ = ["local_capacity", "local_drift", "local_stability", "fluid_max_rho1", "coalloc_stability"]
+
+_PHASES = tuple((g, x1, x2) for g in (1, 2) for (x1, x2) in ((0, 0), (1, 0), (2, 0), (0, 1)))
+_INDEX = {ph: k for k, ph in enumerate(_PHASES)}
 
 
-def local_capacity(p: float, mu1: float) -> float:
-    """Saturation throughput (jobs per unit time) of cluster 1 under FCFS without co-allocation."""
-    # blocked states (x1, x2, g): the head job of size g does not fit in 2 - x1 - 2 x2 free nodes
-    blocked = [(x1, x2, g) for x1 in range(3) for x2 in range(2) for g in (1, 2)
-               if x1 + 2 * x2 <= 2 and 2 - x1 - 2 * x2 < g]
-    idx = {s: i for i, s in enumerate(blocked)}
-    n = len(blocked)
+def _starts(g: int, x1: int, x2: int, p: float, max_starts: int, started: int = 0):
+    """Post-decision outcomes ``[(jobs started, (g, x1, x2), probability)]``."""
+    theta = 2 - x1 - 2 * x2
+    fits = (g == 1 and theta >= 1) or (g == 2 and theta == 2)
+    if not fits or (max_starts and started >= max_starts):
+        return [(started, (g, x1, x2), 1.0)]
+    nx1, nx2 = (x1 + 1, x2) if g == 1 else (x1, x2 + 1)
+    out = []
+    for g2, pr in ((1, p), (2, 1.0 - p)):
+        if pr > 0:
+            out += [(s, ph, pr * q) for s, ph, q in _starts(g2, nx1, nx2, p, max_starts, started + 1)]
+    return out
 
-    def fill(x1, x2, g, prob, out):
-        # start head jobs while they fit; each start reveals the next head's size
-        if 2 - x1 - 2 * x2 >= g:
-            nx1, nx2 = (x1 + 1, x2) if g == 1 else (x1, x2 + 1)
-            if p > 0:
-                fill(nx1, nx2, 1, prob * p, out)
-            if p < 1:
-                fill(nx1, nx2, 2, prob * (1 - p), out)
-        else:
-            out[idx[(x1, x2, g)]] += prob
 
-    Q = np.zeros((n, n))
-    for (x1, x2, g), i in idx.items():
-        for rate, nx1, nx2 in ((x1 * mu1, x1 - 1, x2), (x2 * mu1, x1, x2 - 1)):
-            if rate > 0:
-                row = np.zeros(n)
-                fill(nx1, nx2, g, 1.0, row)
-                Q[i] += rate * row
-        Q[i, i] -= Q[i].sum()
-    A = np.vstack([Q.T, np.ones(n)])
+def _blocks(lam1: float, p: float, mu1: float, max_starts: int) -> dict[int, np.ndarray]:
+    """Rate matrices ``A[k]`` (level change ``k``) between phases, for a long queue."""
+    A: dict[int, np.ndarray] = {}
+    for ph in _PHASES:
+        g, x1, x2 = ph
+        events = [(lam1, 1, ph)]
+        if x1 > 0:
+            events.append((mu1 * x1, 0, (g, x1 - 1, x2)))
+        if x2 > 0:
+            events.append((mu1 * x2, 0, (g, x1, x2 - 1)))
+        for rate, up, pre in events:
+            for started, post, pr in _starts(*pre, p, max_starts):
+                k = up - started
+                A.setdefault(k, np.zeros((len(_PHASES), len(_PHASES))))[_INDEX[ph], _INDEX[post]] += rate * pr
+    return A
+
+
+def local_drift(lam1: float, p: float, mu1: float = 1.0, max_starts: int = 1) -> float:
+    """Mean rate of change of ``q1`` for a long queue (jobs per time unit; < 0: stable)."""
+    A = _blocks(lam1, p, mu1, max_starts)
+    Q = sum(A.values())
+    Q = Q - np.diag(Q.sum(axis=1))
+    n = Q.shape[0]
+    # stationary law of the phase process (phases unreachable at this p get mass 0)
+    M = np.vstack([Q.T, np.ones(n)])
     b = np.zeros(n + 1)
     b[-1] = 1.0
-    pi = np.linalg.lstsq(A, b, rcond=None)[0]
-    busy_jobs = np.array([x1 + x2 for x1, x2, _ in blocked], float)
-    return float(pi @ busy_jobs * mu1)
+    pi = np.linalg.lstsq(M, b, rcond=None)[0]
+    return float(sum(k * (pi @ Ak.sum(axis=1)) for k, Ak in A.items()))
+
+
+@lru_cache(maxsize=256)
+def local_capacity(p: float, mu1: float = 1.0, max_starts: int = 1) -> float:
+    """Largest ``rho1 = lambda1 m / (2 mu1)`` cluster 1 sustains under Local (see module docstring)."""
+    if not 0.0 <= p <= 1.0:
+        raise ModelError(f"p: must lie in [0, 1], got {p!r}")
+    if not mu1 > 0:
+        raise ModelError(f"mu1: must be > 0, got {mu1!r}")
+    if max_starts not in (0, 1):
+        raise ModelError(f"max_starts: the capacity is computed for 1 (one start per epoch) or 0 (as many as fit), "
+                         f"got {max_starts!r}")
+    m = p + 2.0 * (1.0 - p)
+    hi = 2.0 * mu1 / m * 1.0000001  # rho1 = 1: every node busy all the time
+    if local_drift(hi, p, mu1, max_starts) <= 0:  # pragma: no cover - the nodes cannot do better than busy
+        return 1.0
+    lam = brentq(lambda x: local_drift(x, p, mu1, max_starts), 1e-9 * hi, hi, xtol=1e-13, rtol=1e-12)
+    return float(lam * m / (2.0 * mu1))
 
 
 def fluid_max_rho1(rho2: float, p: float, mu1: float, mu3: float) -> float:
@@ -91,22 +145,39 @@ def fluid_max_rho1(rho2: float, p: float, mu1: float, mu3: float) -> float:
     return lam * m / (2 * mu1)
 
 
-def coalloc_stability(prm) -> dict[str, Any]:
+def local_stability(lam1: float, lam2: float, mu1: float, mu2: float, p: float,
+                    max_starts: int = 1) -> dict:
+    """Whether Local is stable: ``rho1`` against :func:`local_capacity` and ``rho2 < 1``."""
+    m = p + 2.0 * (1.0 - p)
+    rho1, rho2 = lam1 * m / (2.0 * mu1), lam2 / mu2
+    cap1 = local_capacity(float(p), float(mu1), int(max_starts))
+    stable = rho1 < cap1 and rho2 < 1.0
+    why = []
+    if rho1 >= cap1:
+        why.append(f"cluster 1 load rho1 = {rho1:.4g} >= its capacity {cap1:.4g}")
+    if rho2 >= 1.0:
+        why.append(f"cluster 2 load rho2 = {rho2:.4g} >= 1")
+    return {"stable": bool(stable), "rho1": rho1, "rho2": rho2, "capacity_rho1": cap1,
+            "reason": "; ".join(why) or "both clusters below capacity"}
+
+
+def coalloc_stability(prm, max_starts: int = 1) -> dict[str, Any]:
     """Verdict for :class:`~hetsched.mdp.coalloc.CoallocParams`: ``stable`` is ``True`` (Local is stable),
-    ``False`` (no policy is) or ``None`` (not established), with the capacities and a message."""
-    m = prm.m
-    cap_local = local_capacity(prm.p, prm.mu1) * m / (2 * prm.mu1)
+    ``False`` (no policy is) or ``None`` (not established), with the capacities and a message.
+
+    ``max_starts=1`` is the model's rule (one job start per decision epoch)."""
+    cap_local = local_capacity(float(prm.p), float(prm.mu1), int(max_starts))
     cap_any = fluid_max_rho1(prm.rho2, prm.p, prm.mu1, prm.mu3)
     r1, r2 = prm.rho1, prm.rho2
     if r2 >= 1 or r1 >= cap_any:
         stable = False
         why = (f"rho2 = {r2:.4g} >= 1: cluster 2 is overloaded under every policy" if r2 >= 1 else
-               f"rho1 = {r1:.4g} >= {cap_any:.4g}, the most any policy can carry at rho2 = {r2:.4g} "
+               f"cluster 1 load rho1 = {r1:.4g} >= {cap_any:.4g}, the most any policy can carry at rho2 = {r2:.4g} "
                f"(fluid bound, co-allocating as much as cluster 2 allows)")
         msg = f"unstable under every policy: {why}; the policy below is for the truncated model only"
     elif r1 < cap_local:
         stable = True
-        msg = f"stable: Local alone carries rho1 < {cap_local:.4g} (saturated cluster 1) and rho2 < 1"
+        msg = f"stable: Local alone carries rho1 < {cap_local:.4g} (exact capacity of cluster 1) and rho2 < 1"
     else:
         stable = None
         msg = (f"stability not established: Local is unstable (rho1 = {r1:.4g} >= {cap_local:.4g}) and "

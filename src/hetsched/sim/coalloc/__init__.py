@@ -2,12 +2,12 @@
 
 :mod:`.model` validates and replicates (the public layer and the model
 written down), :mod:`.kernel` is the compiled replication kernel on the shared
-core, :mod:`.capacity` computes Local's capacity exactly (a quasi-birth-death
-drift). The optimal policy comes from the CTMDP solver
+core; Local's exact capacity (a quasi-birth-death drift) lives with the other
+stability verdicts in :mod:`hetsched.mdp.stability`. The optimal policy comes from the CTMDP solver
 (:mod:`hetsched.mdp.coalloc`).
 """
 
-from .capacity import local_capacity, local_drift, local_stability
+from ...mdp.stability import local_capacity, local_drift, local_stability
 from .model import POLICIES, SimParams, prepare, replication, simulate_coalloc, simulate_one
 
 __all__ = ["POLICIES", "SimParams", "prepare", "replication", "simulate_coalloc", "simulate_one",

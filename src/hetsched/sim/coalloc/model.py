@@ -35,7 +35,7 @@ and counted). Size: ``completions`` jobs, simulated as the time horizon
 ``completions / (lambda1 + lambda2)`` (the expected time for that many
 completions in a stable system) after a warm-up of 5 %. Instability: the core
 rule (:mod:`hetsched.sim.core.instability`: a bound on the number in system, or
-a growing trend); Local's exact capacity is in :mod:`.capacity`.
+a growing trend); Local's exact capacity is in :mod:`hetsched.mdp.stability`.
 
 Three layers: :func:`simulate_coalloc` validates and replicates;
 :func:`prepare` turns parameters and a policy into arrays;
@@ -198,10 +198,10 @@ def simulate_coalloc(
     (common random numbers). Returns the one result type (metric ``cost``);
     ``status`` 1 (unstable) when a replication exceeds ``bound`` jobs in
     system or most replications trend upward; for Local, the exact capacity of
-    :mod:`.capacity` is reported beside it (``local_capacity_rho1``).
+    :mod:`hetsched.mdp.stability` is reported beside it (``local_capacity_rho1``).
     """
     from ...runner import replicate
-    from .capacity import local_stability
+    from ...mdp.stability import local_stability
 
     if not (isinstance(reps, (int, np.integer)) and 1 <= reps <= 100_000):
         raise ModelError(f"reps: must be an integer in [1, 100000], got {reps!r}")
