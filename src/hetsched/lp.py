@@ -29,8 +29,8 @@ Its dual has only ``N`` free variables: with machine prices
 
 .. math::
 
-    \lambda^* = \min_{y \ge 0,\ \sum_i y_i = 1} \; f(y), \qquad
-    f(y) = \sum_j a_j \max_i y_i \mu_{ij} / \alpha_i ,
+    \\lambda^* = \\min_{y \\ge 0,\\ \\sum_i y_i = 1} \\; f(y), \\qquad
+    f(y) = \\sum_j a_j \\max_i y_i \\mu_{ij} / \\alpha_i ,
 
 a convex piecewise-linear function on the simplex (``w_i = y_i / alpha_i`` are
 the class prices in the units of (2.1), ``alpha.w = 1``). The route:
@@ -451,7 +451,7 @@ def _smoothed_prices(nu: np.ndarray, cap: np.ndarray, seed: int = 12345) -> tupl
             near = np.flatnonzero(sec >= top - _CUT * tau)
             single = np.ones(mS, dtype=bool)
             single[near] = False
-            g = np.bincount(best[single], weights=(cS * nS[best, arS])[single], minlength=N)
+            g = np.bincount(best[single], weights=(cS * nS[best, arS])[single], minlength=N).astype(float)
             H = np.zeros((N, N))
             val = float(cS @ top)
             if len(near):
@@ -597,7 +597,7 @@ METHODS = ("auto", "highs", "prices")
 # "auto" takes the price route for vertex solutions with more than this many
 # runnable pairs (mu_ij > 0); below it one HiGHS simplex solve is as fast and
 # returns the basic solution the thesis's printed delta* come from.
-AUTO_PAIRS = 20_000
+AUTO_PAIRS = 4_000
 
 _MESSAGES = {
     0: "optimal; certified by a dual price vector and the residuals",
@@ -683,7 +683,6 @@ def solve_allocation(
     nu = mu_agg / (alpha * s)[:, None]
     pairs = int(np.count_nonzero(nu))
     use_prices = solution == "vertex" and (method == "prices" or (method == "auto" and pairs > AUTO_PAIRS))
-    d = None
     fallback = ""
     if use_prices:
         d, lam_n, y, info = _price_route(nu, cap)
@@ -691,42 +690,47 @@ def solve_allocation(
         solver = (f"price route: {info['newton_steps']} Newton steps on the smoothed dual, master LP over "
                   f"{info['contested']} contested machines in {info['rounds']} rounds (HiGHS simplex)")
         if d is not None:
-            cert = _certify(d, lam_n * s, y / alpha, mu_agg, alpha, cap, solution)
-            if cert[0]:
-                return result(0, cert[1], lam_n * s, d, cert[3], solver, iters, cert[2])
-            fallback = f"price route not certified ({cert[1]}); "
-            d = None
+            ok, msg, residuals, w, lam = _certify(d, lam_n * s, y / alpha, mu_agg, alpha, cap, solution, zero_tol)
+            if ok:
+                return result(0, msg, lam, d, w, solver, iters, residuals)
+            fallback = f" (fallback: the price route was not certified: {msg})"
         else:
-            fallback = f"price route failed ({info.get('failure', '')}); "
-    if d is None:
-        ok, d, lam_n, y, iters, st = _highs_full(nu, cap, solution)
-        solver = fallback + "HiGHS " + ("simplex" if solution == "vertex" else "IPM (no crossover)")
-        if not ok:
-            lo = float(nu[nu > 0].min())
-            return result(3, f"allocation LP: HiGHS returned {st!r} ({solver}); mu/alpha: the rates per unit of "
-                             f"arrival rate span a factor {1 / lo:.3g}", float("nan"), np.zeros((N, M)), None,
-                          solver, iters, {})
-    lam = lam_n * s
-    d[d <= zero_tol] = 0.0
-    ok, msg, residuals, w = _certify(d, lam, y / alpha, mu_agg, alpha, cap, solution)
+            fallback = f" (fallback: the price route failed: {info.get('failure', '')})"
+    ok, d, lam_n, y, iters, st = _highs_full(nu, cap, solution)
+    solver = "HiGHS " + ("simplex" if solution == "vertex" else "IPM (no crossover)") + fallback
+    if not ok:
+        lo = float(nu[nu > 0].min())
+        return result(3, f"allocation LP: HiGHS returned {st!r} ({solver}); mu/alpha: the rates per unit of "
+                         f"arrival rate span a factor {1 / lo:.3g}", float("nan"), np.zeros((N, M)), None,
+                      solver, iters, {})
+    ok, msg, residuals, w, lam = _certify(d, lam_n * s, y / alpha, mu_agg, alpha, cap, solution, zero_tol)
     return result(0 if ok else 1, msg, lam, d, w, solver, iters, residuals)
 
 
-def _certify(d, lam, w, mu, alpha, cap, solution):
-    """Re-check an answer: primal residuals and the weak-duality bound of prices ``w``.
+def _certify(d, lam_solver, w, mu, alpha, cap, solution, zero_tol):
+    """Clean an answer and certify it: primal feasibility and a weak-duality bound.
 
-    For any ``w >= 0`` with ``alpha.w = 1``, ``sum_j cap_j max_i w_i mu_ij`` bounds
-    ``lambda*`` from above (it is the dual objective with the best machine
-    prices ``v_j = max_i w_i mu_ij``); ``min_i sum_j d_ij mu_ij / alpha_i`` of a
-    feasible ``d`` bounds it from below. The answer is certified when ``d`` is
-    feasible, its capacity reaches ``lam`` and the two bounds agree, all within
-    ``tol`` (1e-6 relative for vertices, 1e-5 for central solutions).
-    Returns ``(ok, message, residuals, normalised w)``.
+    ``d`` is cleaned in place: entries below ``zero_tol`` become 0 and a machine
+    whose fractions exceed its availability (by the solver's tolerance) has
+    its column scaled down to it, so ``d`` is exactly feasible for (2.2)-(2.3).
+    The reported ``lambda`` is the capacity it gives,
+    ``min_i sum_j d_ij mu_ij / alpha_i``, a lower bound on ``lambda*``. For any
+    ``w >= 0`` with ``alpha.w = 1``, ``sum_j cap_j max_i w_i mu_ij`` bounds
+    ``lambda*`` from above (the dual objective with the best machine prices
+    ``v_j = max_i w_i mu_ij``). Certified when the two bounds agree and the
+    capacity reaches the solver's ``lambda``, within ``tol`` relative (1e-6 for
+    vertices, 1e-5 for central solutions).
+    Returns ``(ok, message, residuals, normalised w, lambda)``.
     """
+    d[d <= zero_tol] = 0.0
+    used = d.sum(axis=0)
+    res_mach = float(np.max(np.clip(used - cap, 0, None), initial=0.0))
+    over = used > cap
+    if over.any():
+        d[:, over] *= cap[over] / used[over]
     capacity = np.einsum("ij,ij->i", d, mu)
-    res_class = float(np.max(np.clip(lam * alpha - capacity, 0, None) / alpha) / max(1.0, lam))
-    res_mach = float(np.max(np.clip(d.sum(axis=0) - cap, 0, None), initial=0.0))
-    lam_feasible = float((capacity / alpha).min())
+    lam = float((capacity / alpha).min())
+    res_class = max(0.0, (lam_solver - lam) / max(1.0, abs(lam_solver)))
     w = np.clip(w, 0, None)
     ws = float(alpha @ w)
     if ws > 0 and np.isfinite(ws):
@@ -734,15 +738,15 @@ def _certify(d, lam, w, mu, alpha, cap, solution):
         dual_bound = float(cap @ (wn[:, None] * mu).max(axis=0))
     else:
         wn, dual_bound = w, float("inf")
-    gap = (dual_bound - lam_feasible) / max(1.0, lam)
+    gap = (dual_bound - lam) / max(1.0, lam)
     residuals = {"class_rows": res_class, "machine_rows": res_mach, "duality_gap": gap,
-                 "dual_bound": dual_bound, "primal_bound": lam_feasible}
+                 "dual_bound": dual_bound, "primal_bound": lam}
     tol = 1e-6 if solution == "vertex" else 1e-5
     ok = res_class <= tol and res_mach <= tol and abs(gap) <= tol
     msg = _MESSAGES[0] if ok else (
         f"solved, but the certificate failed (class rows {res_class:.2e}, machine rows {res_mach:.2e}, "
         f"relative duality gap {gap:.2e})")
-    return ok, msg, residuals, wn
+    return ok, msg, residuals, wn, lam
 
 
 def allocation_lp(system, solution: str = "vertex", grouped: bool = True, method: str = "auto") -> AllocationResult:
