@@ -199,3 +199,51 @@ def test_an_uncertified_price_answer_falls_back_to_highs(monkeypatch):
 def test_price_route_refuses_central_solutions():
     with pytest.raises(ModelError, match="method: 'prices' gives vertex solutions only"):
         solve_allocation([[1.0]], [1.0], solution="central", method="prices")
+
+
+# ------------------------------------------------------------------ compiled kernels
+def test_top_two_matches_numpy():
+    from hetsched import _lp_kernel as K
+
+    rng = np.random.default_rng(5)
+    nu = rng.choice([0.0, 0.5, 1.0, 2.0], size=(4, 500))  # ties and classes that cannot run
+    y = rng.uniform(0.1, 1.0, 4)
+    best, top, second = np.empty(500, dtype=np.int64), np.empty(500), np.empty(500)
+    K.top_two(y, nu, best, top, second)
+    sc = np.where(nu > 0, y[:, None] * nu, -1.0)
+    srt = np.sort(sc, axis=0)
+    np.testing.assert_array_equal(top, srt[-1])
+    np.testing.assert_array_equal(second, srt[-2])
+    runs = (nu > 0).any(axis=0)
+    np.testing.assert_array_equal(best[runs], np.argmax(sc, axis=0)[runs])  # lowest index on ties
+    assert np.all(best[~runs] == -1)
+
+
+def test_smoothed_dual_derivatives_match_finite_differences():
+    from hetsched import _lp_kernel as K
+
+    rng = np.random.default_rng(8)
+    N, M, tau = 4, 50, 0.05
+    nu = rng.uniform(0.1, 1.0, (N, M))
+    cap = rng.uniform(0.5, 1.0, M)
+
+    def f(y):  # f_tau written from its definition, with numpy
+        s = y[:, None] * nu / tau
+        mx = s.max(axis=0)
+        return float(cap @ (tau * (mx + np.log(np.exp(s - mx).sum(axis=0)))))
+
+    def kernel(y):
+        g, H = np.zeros(N), np.zeros((N, N))
+        top = (y[:, None] * nu).max(axis=0)
+        val = float(cap @ top) + K.smooth_terms(y, np.ascontiguousarray(nu.T), cap, tau, top, 1e9, g, H)
+        return val, g, H
+
+    y = rng.uniform(0.2, 1.0, N)
+    val, g, H = kernel(y)
+    assert val == pytest.approx(f(y), rel=1e-12)
+    h = 1e-6
+    E = np.eye(N)
+    g_fd = np.array([(f(y + h * E[i]) - f(y - h * E[i])) / (2 * h) for i in range(N)])
+    H_fd = np.array([(kernel(y + h * E[i])[1] - kernel(y - h * E[i])[1]) / (2 * h) for i in range(N)])
+    np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(H, H_fd, rtol=1e-5, atol=1e-6)
