@@ -247,3 +247,19 @@ def test_smoothed_dual_derivatives_match_finite_differences():
     H_fd = np.array([(kernel(y + h * E[i])[1] - kernel(y - h * E[i])[1]) / (2 * h) for i in range(N)])
     np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(H, H_fd, rtol=1e-5, atol=1e-6)
+
+
+def test_cli_reports_a_class_without_capacity_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    f = tmp_path / "zero.toml"
+    f.write_text('id = "zero-cap"\ntitle = "t"\nsource = "test"\nalpha = [1, 1.5]\nmu = [[9, 5], [0, 1]]\n'
+                 '[[cases]]\ncase = 1\nnote = "a = [1, 0]"\navailability = [{machines = [2], a = 0.0}]\n')
+    for extra in ([], ["--json"]):
+        r = CliRunner().invoke(app, ["lp", str(f), "--case", "1", *extra])
+        assert r.exit_code == 2
+        out = r.output.strip().splitlines()
+        assert len(out) == 1 and "class 2 cannot run on any available machine" in out[0]
+        assert "Traceback" not in r.output

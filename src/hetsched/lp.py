@@ -411,7 +411,7 @@ _MAX_ROUNDS = 200
 _CUT = 30.0  # exp(-30) ~ 1e-13: classes further below a machine's best score add nothing
 
 
-def _smoothed_prices(nu: np.ndarray, cap: np.ndarray, seed: int = 12345) -> tuple[np.ndarray, int]:
+def _smoothed_prices(nu: np.ndarray, cap: np.ndarray, seed: int = 12345) -> tuple[np.ndarray, int, int]:
     """Near-optimal class prices by minimising the entropy-smoothed dual.
 
     ``f_tau(y) = sum_j cap_j tau log sum_i exp(y_i nu_ij / tau)`` is smooth, convex
@@ -599,9 +599,7 @@ METHODS = ("auto", "highs", "prices")
 # returns the basic solution the thesis's printed delta* come from.
 AUTO_PAIRS = 4_000
 
-_MESSAGES = {
-    0: "optimal; certified by a dual price vector and the residuals",
-}
+_CERTIFIED = "optimal; certified by a dual price vector and the residuals"
 
 
 def solve_allocation(
@@ -743,7 +741,7 @@ def _certify(d, lam_solver, w, mu, alpha, cap, solution, zero_tol):
                  "dual_bound": dual_bound, "primal_bound": lam}
     tol = 1e-6 if solution == "vertex" else 1e-5
     ok = res_class <= tol and res_mach <= tol and abs(gap) <= tol
-    msg = _MESSAGES[0] if ok else (
+    msg = _CERTIFIED if ok else (
         f"solved, but the certificate failed (class rows {res_class:.2e}, machine rows {res_mach:.2e}, "
         f"relative duality gap {gap:.2e})")
     return ok, msg, residuals, wn, lam
