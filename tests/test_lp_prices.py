@@ -196,6 +196,24 @@ def test_an_uncertified_price_answer_falls_back_to_highs(monkeypatch):
     assert res.lam == pytest.approx(good.lam, rel=1e-12)
 
 
+def test_classes_on_very_different_scales():
+    rng = np.random.default_rng(1)
+    mu = rng.uniform(0.1, 10, (4, 1500))
+    alpha = np.array([1.0, 1.0, 1.0, 1e6])  # class 4 needs a millionth of the others' share per unit
+    p = solve_allocation(mu, alpha, method="prices")
+    h = solve_allocation(mu, alpha, method="highs")
+    assert p.status == 0 and h.status == 0
+    assert p.lam == pytest.approx(h.lam, rel=1e-8)
+    check_certificate(p, mu, alpha, rel=1e-8)
+    # 1e20 between the classes' scales: beyond double-precision LP; a status naming mu/alpha
+    for method in ("highs", "prices"):
+        res = solve_allocation([[1e20, 1.0], [1.0, 1e-20]], [1.0, 1.0], method=method)
+        assert res.status == 3 and np.isnan(res.lam)
+        assert "mu/alpha: max_j mu_ij/alpha_i spans a factor 1e+20 over the classes" in res.message
+        with pytest.raises(SolverError, match="mu/alpha"):
+            res.raise_for_status()
+
+
 def test_price_route_refuses_central_solutions():
     with pytest.raises(ModelError, match="method: 'prices' gives vertex solutions only"):
         solve_allocation([[1.0]], [1.0], solution="central", method="prices")

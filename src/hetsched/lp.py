@@ -265,6 +265,10 @@ def _highs():
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    # tighter than HiGHS's 1e-7 defaults: a class whose demand is small relative to
+    # the others' (rates per unit of arrival rate differing by 1e6) stays resolved
+    h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-10)
     return h
 
 
@@ -419,8 +423,9 @@ def _smoothed_prices(nu: np.ndarray, cap: np.ndarray, seed: int = 12345) -> tupl
     it is minimised over ``{y >= 0, sum y = 1}`` by Newton's method with the
     equality constraint (backtracking line search, steps kept inside ``y >= 0``;
     stop when the Newton decrement is below 1e-11 of the value, or 30 steps)
-    for each temperature of ``_TAUS`` (relative to the mean best score), each
-    stage starting from the previous one's prices. A machine whose classes
+    for each temperature of ``_TAUS`` (relative to the mean best score), from
+    prices that make every class's best machine score the same, each stage
+    starting from the previous one's prices. A machine whose classes
     other than its best score more than ``_CUT tau`` lower contributes only its
     best score (weight ``exp(-30)``), so only near-tied machines go through the
     exp/Hessian kernel. Coarse stages use a fixed random sample of the machines
@@ -429,7 +434,9 @@ def _smoothed_prices(nu: np.ndarray, cap: np.ndarray, seed: int = 12345) -> tupl
     from . import _lp_kernel as K
 
     N, M = nu.shape
-    y = np.full(N, 1.0 / N)
+    # start where every class's best machine scores the same: y_i ~ 1 / max_j nu_ij
+    y = 1.0 / nu.max(axis=1)
+    y /= y.sum()
     perm = np.random.default_rng(seed).permutation(M)
     steps = evals = 0
     total = float(cap.sum())
@@ -598,6 +605,10 @@ METHODS = ("auto", "highs", "prices")
 # runnable pairs (mu_ij > 0); below it one HiGHS simplex solve is as fast and
 # returns the basic solution the thesis's printed delta* come from.
 AUTO_PAIRS = 4_000
+# Beyond this ratio between the classes' best rates per unit of arrival rate, an
+# uncertified answer is reported as a solver failure (status 3) naming mu/alpha:
+# HiGHS's absolute tolerances (1e-7) then swallow the smallest class's demand.
+_MAX_SPREAD = 1e6
 
 _CERTIFIED = "optimal; certified by a dual price vector and the residuals"
 
@@ -677,8 +688,20 @@ def solve_allocation(
         raise ModelError(f"mu: the capacity of class {i + 1} overflows (rates x counts too large)")
 
     # ---- scale: rates per unit of arrival rate, largest 1 (lambda* scales by s)
-    s = float((mu_agg.max(axis=1) / alpha).max())
+    best_rate = mu_agg.max(axis=1) / alpha  # each class's best rate per unit of arrival rate
+    s = float(best_rate.max())
     nu = mu_agg / (alpha * s)[:, None]
+    lo, hi = int(best_rate.argmin()), int(best_rate.argmax())
+    spread = f"max_j mu_ij/alpha_i spans a factor {best_rate[hi] / best_rate[lo]:.3g} over the classes " \
+             f"(class {lo + 1}: {best_rate[lo]:.3g}, class {hi + 1}: {best_rate[hi]:.3g})"
+
+    def uncertified(msg, solver, iters):
+        """Status 1, or 3 where the classes' scales differ beyond the solver's precision."""
+        if best_rate[hi] > _MAX_SPREAD * best_rate[lo]:
+            return result(3, f"allocation LP: mu/alpha: {spread}, more than the LP solver resolves "
+                             f"(about {_MAX_SPREAD:.0e}); {msg}", float("nan"), np.zeros((N, M)), None,
+                          solver, iters, {})
+        return None
     pairs = int(np.count_nonzero(nu))
     use_prices = solution == "vertex" and (method == "prices" or (method == "auto" and pairs > AUTO_PAIRS))
     fallback = ""
@@ -697,11 +720,13 @@ def solve_allocation(
     ok, d, lam_n, y, iters, st = _highs_full(nu, cap, solution)
     solver = "HiGHS " + ("simplex" if solution == "vertex" else "IPM (no crossover)") + fallback
     if not ok:
-        lo = float(nu[nu > 0].min())
-        return result(3, f"allocation LP: HiGHS returned {st!r} ({solver}); mu/alpha: the rates per unit of "
-                         f"arrival rate span a factor {1 / lo:.3g}", float("nan"), np.zeros((N, M)), None,
-                      solver, iters, {})
+        return result(3, f"allocation LP: HiGHS returned {st!r} ({solver}); mu/alpha: {spread}",
+                      float("nan"), np.zeros((N, M)), None, solver, iters, {})
     ok, msg, residuals, w, lam = _certify(d, lam_n * s, y / alpha, mu_agg, alpha, cap, solution, zero_tol)
+    if not ok:
+        bad = uncertified(msg, solver, iters)
+        if bad is not None:
+            return bad
     return result(0 if ok else 1, msg, lam, d, w, solver, iters, residuals)
 
 
@@ -716,8 +741,8 @@ def _certify(d, lam_solver, w, mu, alpha, cap, solution, zero_tol):
     ``w >= 0`` with ``alpha.w = 1``, ``sum_j cap_j max_i w_i mu_ij`` bounds
     ``lambda*`` from above (the dual objective with the best machine prices
     ``v_j = max_i w_i mu_ij``). Certified when the two bounds agree and the
-    capacity reaches the solver's ``lambda``, within ``tol`` relative (1e-6 for
-    vertices, 1e-5 for central solutions).
+    capacity reaches the solver's ``lambda``, within ``tol`` relative to
+    ``lambda`` (1e-6 for vertices, 1e-5 for central solutions).
     Returns ``(ok, message, residuals, normalised w, lambda)``.
     """
     d[d <= zero_tol] = 0.0
@@ -728,7 +753,7 @@ def _certify(d, lam_solver, w, mu, alpha, cap, solution, zero_tol):
         d[:, over] *= cap[over] / used[over]
     capacity = np.einsum("ij,ij->i", d, mu)
     lam = float((capacity / alpha).min())
-    res_class = max(0.0, (lam_solver - lam) / max(1.0, abs(lam_solver)))
+    res_class = max(0.0, (lam_solver - lam) / abs(lam_solver)) if lam_solver != 0 else float(lam < 0)
     w = np.clip(w, 0, None)
     ws = float(alpha @ w)
     if ws > 0 and np.isfinite(ws):
@@ -736,7 +761,7 @@ def _certify(d, lam_solver, w, mu, alpha, cap, solution, zero_tol):
         dual_bound = float(cap @ (wn[:, None] * mu).max(axis=0))
     else:
         wn, dual_bound = w, float("inf")
-    gap = (dual_bound - lam) / max(1.0, lam)
+    gap = (dual_bound - lam) / lam if lam > 0 else (0.0 if dual_bound == 0 else float("inf"))
     residuals = {"class_rows": res_class, "machine_rows": res_mach, "duality_gap": gap,
                  "dual_bound": dual_bound, "primal_bound": lam}
     tol = 1e-6 if solution == "vertex" else 1e-5
