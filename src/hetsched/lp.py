@@ -265,11 +265,15 @@ def _highs():
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    # tighter than HiGHS's 1e-7 defaults: a class whose demand is small relative to
-    # the others' (rates per unit of arrival rate differing by 1e6) stays resolved
+    return h
+
+
+def _tight(h) -> None:
+    """Simplex feasibility tolerances 1e-10 instead of HiGHS's 1e-7, so that a class
+    whose demand is small beside the others' (best rates per unit of arrival rate
+    differing by up to 1e7) stays resolved and certified."""
     h.setOptionValue("primal_feasibility_tolerance", 1e-10)
     h.setOptionValue("dual_feasibility_tolerance", 1e-10)
-    return h
 
 
 def _highs_full(nu: np.ndarray, cap: np.ndarray, solution: str):
@@ -308,6 +312,7 @@ def _highs_full(nu: np.ndarray, cap: np.ndarray, solution: str):
         h.setOptionValue("ipm_optimality_tolerance", 1e-10)
     else:
         h.setOptionValue("solver", "simplex")
+        _tight(h)
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()
@@ -341,6 +346,7 @@ class _Master:
         self.N = N
         self.h = h = _highs()
         h.setOptionValue("solver", "simplex")
+        _tight(h)
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = 1, N
         lp.col_cost_ = np.array([1.0])
