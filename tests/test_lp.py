@@ -185,3 +185,11 @@ def test_permuting_identical_machines_permutes_delta(seed):
     cap = (delta[:, perm] * mu[:, perm]).sum(axis=1)
     assert np.all(cap >= res.lam * alpha * (1 - 1e-9))
     assert np.all(delta[:, perm].sum(axis=0) <= 1 + 1e-9)
+
+
+def test_central_solution_of_a_one_class_system():
+    # alpha = 6, mu = (5, 3): the optimum is unique (both machines fully used), lambda* = 8/6;
+    # HiGHS's IPM gives no answer on this LP with presolve, the retry without it does
+    res = allocation_lp(load("2.1-met"), solution="central")
+    assert res.status == 0 and res.lam == pytest.approx(8 / 6, rel=1e-9)
+    np.testing.assert_allclose(res.delta, [[1.0, 1.0]], atol=1e-7)

@@ -166,7 +166,7 @@ def test_class_without_capacity_is_a_status_on_every_route():
 def test_solver_failure_is_a_status(monkeypatch):
     import hetsched.lp as lp
 
-    def fails(nu, cap, solution):
+    def fails(rates, alpha, cap, solution, careful):
         return False, None, float("nan"), None, 0, "Not Set"
 
     monkeypatch.setattr(lp, "_highs_full", fails)

@@ -276,21 +276,25 @@ def _tight(h) -> None:
     h.setOptionValue("dual_feasibility_tolerance", 1e-10)
 
 
-def _highs_full(nu: np.ndarray, cap: np.ndarray, solution: str):
-    """The whole normalised LP by HiGHS: max lam s.t. sum_j nu_ij d_ij >= lam, sum_i d_ij <= cap_j.
+def _highs_full(rates: np.ndarray, alpha: np.ndarray, cap: np.ndarray, solution: str, careful: bool):
+    """The whole LP by HiGHS: max lam s.t. sum_j rates_ij d_ij >= lam alpha_i, sum_i d_ij <= cap_j.
 
-    Only pairs with ``nu_ij > 0`` are columns. Returns ``(ok, d, lam, y, iters,
-    status_text)``; ``y`` are the class-row duals (``sum y = 1`` at an optimum).
+    Only pairs with ``rates_ij > 0`` are columns (then lam). ``careful`` (the
+    retry): simplex feasibility tolerances 1e-10 (:func:`_tight`), and IPM
+    without presolve (which leaves HiGHS's IPM without an answer on LPs it
+    reduces to nothing, e.g. one class). Returns ``(ok, d, lam, w,
+    iters, status_text)``; ``w`` are the class-row duals (``alpha.w = 1`` at an
+    optimum).
     """
     import highspy
 
-    N, M = nu.shape
-    nz_i, nz_j = np.nonzero(nu > 0)
+    N, M = rates.shape
+    nz_i, nz_j = np.nonzero(rates > 0)
     K = len(nz_i)
-    # class rows 0..N-1: lam - sum_j nu_ij d_ij <= 0; machine rows N..N+M-1: sum_i d_ij <= cap_j
+    # class rows 0..N-1: lam alpha_i - sum_j rates_ij d_ij <= 0; machine rows N..N+M-1: sum_i d_ij <= cap_j
     rows = np.concatenate([nz_i, N + nz_j, np.arange(N)])
     cols = np.concatenate([np.arange(K), np.arange(K), np.full(N, K)])
-    vals = np.concatenate([-nu[nz_i, nz_j], np.ones(K), np.ones(N)])
+    vals = np.concatenate([-rates[nz_i, nz_j], np.ones(K), alpha])
     A = sp.csc_matrix((vals, (rows, cols)), shape=(N + M, K + 1))
     lp = highspy.HighsLp()
     lp.num_col_ = K + 1
@@ -310,9 +314,12 @@ def _highs_full(nu: np.ndarray, cap: np.ndarray, solution: str):
         h.setOptionValue("solver", "ipm")
         h.setOptionValue("run_crossover", "off")
         h.setOptionValue("ipm_optimality_tolerance", 1e-10)
+        if careful:
+            h.setOptionValue("presolve", "off")
     else:
         h.setOptionValue("solver", "simplex")
-        _tight(h)
+        if careful:
+            _tight(h)
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()
@@ -723,8 +730,17 @@ def solve_allocation(
             fallback = f" (fallback: the price route was not certified: {msg})"
         else:
             fallback = f" (fallback: the price route failed: {info.get('failure', '')})"
-    ok, d, lam_n, y, iters, st = _highs_full(nu, cap, solution)
+    # HiGHS on the LP as written (the vertex hetsched has always returned); if that
+    # fails or is not certified, on the rescaled LP, carefully
+    ok, d, lam_h, w, iters, st = _highs_full(mu_agg, alpha, cap, solution, careful=False)
     solver = "HiGHS " + ("simplex" if solution == "vertex" else "IPM (no crossover)") + fallback
+    if ok:
+        cert = _certify(d, lam_h, w, mu_agg, alpha, cap, solution, zero_tol)
+        if cert[0]:
+            return result(0, cert[1], cert[4], d, cert[3], solver, iters, cert[2])
+    ok, d, lam_n, y, it2, st = _highs_full(nu, np.ones(N), cap, solution, careful=True)
+    iters += it2
+    solver += ", then on the LP rescaled per unit of arrival rate"
     if not ok:
         return result(3, f"allocation LP: HiGHS returned {st!r} ({solver}); mu/alpha: {spread}",
                       float("nan"), np.zeros((N, M)), None, solver, iters, {})
