@@ -52,8 +52,13 @@ Every result is certified after solving: the primal residuals (class rows
 (2.1), machine rows) and the weak-duality bound ``f(w)`` of the reported prices
 against the capacity ``min_i sum_j delta_ij mu_ij / alpha_i`` that ``delta``
 actually gives; a price-route answer that fails is replaced by HiGHS on the
-whole LP. An LP without positive capacity or a solver failure is a ``status``
-of the result, not an exception (see :class:`AllocationResult`).
+whole LP. HiGHS solves the LP as written (the vertices hetsched has always
+returned) and, if that answer fails, once more rescaled per unit of arrival
+rate with tight tolerances. An LP without positive capacity or a solver
+failure is a ``status`` of the result, not an exception (see
+:class:`AllocationResult`). Layers: :func:`solve_allocation` validates and
+scales; ``_price_route`` / ``_highs_full`` work on arrays; the compiled kernels
+are in ``hetsched._lp_kernel``.
 """
 
 from __future__ import annotations
