@@ -82,7 +82,7 @@ def lp_cmd(
         emit_json(rows) if json_out else print_lp_overview(rows)
         return
     system = load(scenario, arrivals=arrivals, case=case)
-    res = allocation_lp(system, solution=solution, grouped=not ungrouped)
+    res = allocation_lp(system, solution=solution, grouped=not ungrouped).raise_for_status()
     if json_out:
         emit_json(res.as_dict())
     else:

@@ -554,7 +554,8 @@ class Dispatcher:
         counts = np.bincount(col)
         solution = "central" if self.code == LPAS_DG_ROBUST else "vertex"
         try:
-            res = solve_allocation(mu[:, first], self.alpha, a=a[first], counts=counts, solution=solution)
+            res = solve_allocation(mu[:, first], self.alpha, a=a[first], counts=counts,
+                                   solution=solution).raise_for_status()
         except (ModelError, SolverError) as exc:
             self.lam = 0.0
             self.events.append({"t": time.time(), "event": "lp", "lambda": 0.0, "note": str(exc)})

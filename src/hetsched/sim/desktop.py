@@ -152,7 +152,7 @@ def _central_support(mu_col: np.ndarray, alpha: np.ndarray, cap: np.ndarray, siz
 
     a = np.clip(cap / size, 0.0, 1.0)
     try:
-        res = solve_allocation(mu_col, alpha, a=a, counts=size, solution="central")
+        res = solve_allocation(mu_col, alpha, a=a, counts=size, solution="central").raise_for_status()
     except (ModelError, SolverError):
         # some class has no available machine, or IPM gave no answer on a trivial
         # LP (e.g. one column): no restriction beyond the available columns

@@ -114,7 +114,7 @@ def prepare(
     if pol.uses_lp:
         from ..lp import allocation_lp
 
-        lp = allocation_lp(system, solution=lp_solution)
+        lp = allocation_lp(system, solution=lp_solution).raise_for_status()
         mask = lp.support & can
         pw = np.ascontiguousarray(lp.delta * lp.mu, dtype=float)
         pi = np.ascontiguousarray(lp.p_static, dtype=float)
