@@ -191,14 +191,14 @@ def test_dispatcher_restart_resumes_from_journal(tmp_path, threads):
         assert child.stdout.readline().strip() == "accepted"
         deadline = time.time() + 60
         while time.time() < deadline:
-            done = Journal(db, ["a"]).counts().get("done", 0)
+            done = Journal(db, ["a"], lock=False).counts().get("done", 0)
             if done >= 10:
                 break
             time.sleep(0.1)
         os.kill(child.pid, signal.SIGKILL)  # the dispatcher dies mid-run
     finally:
         child.wait(30)
-    before = Journal(db, ["a"]).counts()
+    before = Journal(db, ["a"], lock=False).counts()
     assert before.get("done", 0) >= 10 and before.get("queued", 0) > 0
     rates = {"0": [1.0], "1": [1.0], "2": [1.0]}
     d = Dispatcher(threads, ["a"], rates, policy="fcfs", time_unit=0.01, emulation=Emulation(rates, {}, 0.01),
@@ -206,7 +206,7 @@ def test_dispatcher_restart_resumes_from_journal(tmp_path, threads):
     assert d.stats["submitted"] == before["queued"]
     res = d.run(timeout=60)
     assert res.lost == 0 and res.completed == before["queued"]
-    j = Journal(db, ["a"])
+    j = Journal(db, ["a"], lock=False)
     fin = j.finished()
     assert [r["id"] for r in fin] == list(range(60)) and all(r["state"] == "done" for r in fin)
     assert j.pending() == []
