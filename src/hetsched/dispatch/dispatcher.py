@@ -1099,6 +1099,9 @@ class Dispatcher:
                 pass
         self.futures.clear()
         if self.journal is not None:
-            self._flush_journal()
+            try:
+                self._flush_journal()
+            except JournalWriteError as exc:  # uncommitted results: those tasks run again on resume
+                self.events.append({"t": time.time(), "event": "journal-error", "error": str(exc)})
             self.journal.close()
             self.journal = None

@@ -124,33 +124,65 @@ def poisson_arrivals(alpha, n_tasks: int, time_unit: float, seed: Any = None) ->
 
 
 class Killer:
-    """A hook that SIGKILLs one worker process, preferring a worker that is running a task."""
+    """A hook that SIGKILLs one worker process, preferring a worker that is running a task.
 
-    def __init__(self, client, seed: Any = None):
+    With ``cluster`` (a ``LocalCluster`` with worker processes) the worker's
+    pid is read from its nanny in this process — no message to a worker that
+    may be dead or restarting, so a kill never blocks the dispatcher. Without
+    it, pids are asked from the workers once (``client.run``).
+    """
+
+    def __init__(self, client, seed: Any = None, cluster=None, limit: int | None = None):
         self.client = client
+        self.cluster = cluster
+        self.limit = limit
         self.rng = np.random.default_rng(np.random.SeedSequence(seed))
         self.killed: list[str] = []
         self.pids: dict[str, int] = {}
 
-    def __call__(self, dispatcher) -> None:
-        busy = sorted({m.address for m in dispatcher.machines.values() if m.n_out > 0})
-        pool = busy or sorted({m.address for m in dispatcher.machines.values()})
-        if not pool:
-            return
-        addr = pool[int(self.rng.integers(len(pool)))]
+    def _pid(self, addr, pool):
+        if self.cluster is not None:
+            for nanny in list(self.cluster.workers.values()):
+                if getattr(nanny, "worker_address", None) == addr:
+                    return _safe_pid(nanny)
+            return None
         if addr not in self.pids:  # ask every live worker once (a dead one could make run() wait)
             try:
                 self.pids.update(self.client.run(os.getpid, workers=pool))
             except Exception:  # a worker went away meanwhile
-                return
-        pid = self.pids.pop(addr, None)
+                return None
+        return self.pids.pop(addr, None)
+
+    def __call__(self, dispatcher) -> None:
+        if self.limit is not None and len(self.killed) >= self.limit:
+            return
+        busy = sorted({m.address for m in dispatcher.machines.values() if m.n_out > 0})
+        pool = busy or sorted({m.address for m in dispatcher.machines.values()})
+        if self.cluster is not None:  # only workers whose process is alive right now
+            alive = {getattr(n, "worker_address", None) for n in list(self.cluster.workers.values())
+                     if _safe_pid(n) is not None}
+            pool = [a for a in busy if a in alive] or [a for a in pool if a in alive]
+        if not pool:
+            return
+        addr = pool[int(self.rng.integers(len(pool)))]
+        pid = self._pid(addr, pool)
         if pid is None:
             return
         if pid == os.getpid():
             raise ModelError("kill: workers run in this process; use a cluster with processes=True")
-        os.kill(pid, signal.SIGKILL)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # already gone
+            return
         self.killed.append(addr)
         dispatcher.events.append({"t": time.time(), "event": "killed", "address": addr, "pid": pid})
+
+
+def _safe_pid(nanny):
+    try:
+        return nanny.pid
+    except Exception:  # noqa: BLE001 - a nanny in transition
+        return None
 
 
 MAX_TASKS = 1_000_000   # demo/bench tasks per run (memory and run time stay small)
@@ -246,7 +278,7 @@ def run_demo(policy: str = "lpas-dg", workers: int = 4, tasks: int = 200, kill: 
             t0 = rest[0][0]
             rest = [(off - t0, c, k, p) for off, c, k, p in rest]
         span = rest[-1][0] if rest else 0.0
-        killer = Killer(client, seed=[seed, 1])
+        killer = Killer(client, seed=[seed, 1], cluster=cluster)
         hooks = [(span * (k + 1) / (kill + 1), killer) for k in range(kill)]
         try:
             res = d.run(rest, hooks=hooks, progress=progress,

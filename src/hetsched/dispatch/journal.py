@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -90,7 +91,8 @@ class Journal:
     spec : hash of the task specification; ``None`` skips the check (and does
         not record one).
     lock : hold an exclusive lock for this object's lifetime (a dispatcher);
-        ``False`` for an inspection that may run beside a live dispatcher.
+        ``False`` for a read-only inspection that may run beside a live
+        dispatcher (creates nothing; a file without tables reads as empty).
     busy_timeout : seconds to wait for a lock held by another program.
     """
 
@@ -111,6 +113,8 @@ class Journal:
             if head and head != b"SQLite format 3\x00":
                 raise ModelError(f"journal: {self.path!r} is not a hetsched journal (not an SQLite database); "
                                  f"refusing to overwrite it — give a new file")
+        self._writer = bool(lock)
+        self._empty = False
         if lock:
             self._lock()
         try:
@@ -151,6 +155,9 @@ class Journal:
             elif tables:
                 raise ModelError(f"journal: {self.path!r} is an SQLite database but not a hetsched journal "
                                  f"(tables {sorted(tables)}); refusing to write into it — give a new file")
+            if not self._writer:  # inspection beside a live dispatcher: read only, create nothing
+                self._empty = "tasks" not in tables
+                return
             if tables:
                 check = self.db.execute("PRAGMA quick_check").fetchone()
                 if check is None or check[0] != "ok":
@@ -159,6 +166,8 @@ class Journal:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
+            self.db.execute("BEGIN IMMEDIATE")  # can we write? (another program may hold the lock)
+            self.db.execute("ROLLBACK")
             self._check_meta("classes", json.dumps(list(class_names)), "classes")
             self._check_meta("format", FORMAT, "format")
             if spec is not None:
@@ -198,9 +207,24 @@ class Journal:
         return None if row is None else row[0]
 
     # ---- writes ---------------------------------------------------------------
+    @contextmanager
+    def _transaction(self):
+        """One explicit transaction (autocommit connection: ``with db`` alone would commit row by row)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                try:
+                    self.db.execute("ROLLBACK")
+                except sqlite3.Error:  # pragma: no cover - SQLite rolled back by itself
+                    pass
+            raise
+
     def _write(self, sql: str, data: list) -> None:
         try:
-            with self.db:  # one transaction; rolled back on error
+            with self._transaction():
                 self.db.executemany(sql, data)
         except sqlite3.Error as exc:
             raise JournalWriteError(f"journal: writing {len(data)} row(s) to {self.path!r} failed ({exc}); "
@@ -216,7 +240,7 @@ class Journal:
         f = [(state, attempts, worker, finish, _dumps(value), json.dumps(times), tid)
              for tid, state, attempts, worker, finish, value, times in finishes]
         try:
-            with self.db:
+            with self._transaction():
                 if a:
                     self.db.executemany("INSERT INTO tasks (id, cls, kind, payload, arrival) VALUES (?, ?, ?, ?, ?)", a)
                 if f:
@@ -245,22 +269,30 @@ class Journal:
 
     # ---- reads ----------------------------------------------------------------
     def max_id(self) -> int:
+        if self._empty:
+            return -1
         row = self.db.execute("SELECT MAX(id) FROM tasks").fetchone()
         return -1 if row[0] is None else int(row[0])
 
     def pending(self) -> list[tuple[int, int, int, Any, float]]:
         """Accepted tasks without a final state, in arrival order."""
+        if self._empty:
+            return []
         cur = self.db.execute("SELECT id, cls, kind, payload, arrival FROM tasks WHERE state='queued' "
                               "ORDER BY arrival, id")
         return [(r[0], r[1], r[2], _loads(r[3]), r[4]) for r in cur]
 
     def finished(self) -> list[dict]:
+        if self._empty:
+            return []
         cur = self.db.execute("SELECT id, cls, state, attempts, worker, arrival, finish, result, times FROM tasks "
                               "WHERE state != 'queued' ORDER BY id")
         return [{"id": r[0], "cls": r[1], "state": r[2], "attempts": r[3], "worker": r[4], "arrival": r[5],
                  "finish": r[6], "value": _loads(r[7]), "times": json.loads(r[8]) if r[8] else {}} for r in cur]
 
     def counts(self) -> dict[str, int]:
+        if self._empty:
+            return {}
         return {s: n for s, n in self.db.execute("SELECT state, COUNT(*) FROM tasks GROUP BY state")}
 
     def __del__(self):  # an unclosed journal must not keep its lock
