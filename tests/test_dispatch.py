@@ -62,7 +62,8 @@ def _check_exactly_once(d, res, n):
 
 
 # --------------------------------------------------------------------- decisions
-def test_lpas_dg_respects_lp_support(threads):
+@pytest.mark.parametrize("prefetch", [0.0, 0.5])
+def test_lpas_dg_respects_lp_support(threads, prefetch):
     # the thesis's example (§3.3): machine 1 = worker "0", machine 2 = worker "1";
     # worker "2" has no rates and is ignored
     rates = {"0": [9.0, 2.0], "1": [5.0, 1.0]}
@@ -70,8 +71,10 @@ def test_lpas_dg_respects_lp_support(threads):
     tu = 0.01
     d = Dispatcher(threads, ["1", "2"], rates, policy="lpas-dg", alpha=alpha, time_unit=tu,
                    emulation=Emulation(rates, {}, tu), adapt_arrivals=False, adapt_rates=False,
-                   ignore_unknown_workers=True)
+                   ignore_unknown_workers=True, prefetch=prefetch)
     assert d.lam == pytest.approx(1.7647, abs=1e-4)
+    if prefetch:  # expected task times 1/(a mu) = 1.1-20 ms: several tasks decided ahead per machine
+        assert d.machines["0"].depth > 1 and d.machines["1"].depth > 1
     assert d.machines["0"].eligible.tolist() == [False, True]  # delta*_11 = 0
     assert d.machines["1"].eligible.tolist() == [True, True]
     arr = poisson_arrivals(alpha, 120, tu, seed=1)

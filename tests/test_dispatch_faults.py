@@ -90,6 +90,7 @@ def _kill_campaign(cluster, client, target: int, seed: int, max_runs: int = 40, 
 def test_twenty_worker_kills_nothing_lost_or_reported_twice(procs4):
     cluster, client = procs4
     total = _kill_campaign(cluster, client, target=20, seed=15, prefetch=0.0)
+    print("kill campaign:", total)
     assert total["killed"] >= 20, total
     assert total["lost"] == 0 and total["duplicated"] == 0, total
     assert total["resubmitted"] >= 1, total  # kills did hit running tasks
@@ -100,6 +101,8 @@ def test_hundred_worker_kills_with_and_without_prefetch(procs4):
     cluster, client = procs4
     a = _kill_campaign(cluster, client, target=60, seed=151, max_runs=120, prefetch=0.0)
     b = _kill_campaign(cluster, client, target=60, seed=152, max_runs=120, prefetch=0.05)
+    print("kill campaign, pure pull:", a)
+    print("kill campaign, prefetch 0.05 s:", b)
     assert a["killed"] + b["killed"] >= 100, (a, b)
     assert a["lost"] == b["lost"] == 0 and a["duplicated"] == b["duplicated"] == 0, (a, b)
 

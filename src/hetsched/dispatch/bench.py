@@ -107,3 +107,61 @@ def run_bench(workers: int, tasks: int, *, processes: bool = False, prefetch: fl
             "lost": max(r["lost"] for r in runs), "duplicated": max(r["duplicated"] for r in runs),
             "batches": statistics.median(r["batches"] for r in runs),
             "runs": [{k: v for k, v in r.items()} for r in runs], "reference_runs": refs}
+
+
+def _component(filename: str) -> str:
+    f = filename.replace("\\", "/")
+    for key, name in (("/hetsched/dispatch/journal", "journal (sqlite)"), ("sqlite3", "journal (sqlite)"),
+                      ("/hetsched/", "dispatcher (hetsched)"), ("/distributed/scheduler", "dask scheduler"),
+                      ("/distributed/worker", "dask worker"), ("/distributed/client", "dask client"),
+                      ("/distributed/comm", "dask comm"), ("/distributed/protocol", "dask serialization"),
+                      ("/distributed/", "dask other"), ("/tornado/", "event loop"), ("/asyncio/", "event loop"),
+                      ("cloudpickle", "dask serialization"), ("msgpack", "dask serialization"),
+                      ("/dask/", "dask other"), ("threading.py", "waiting"), ("queue.py", "waiting"),
+                      ("selectors.py", "waiting")):
+        if key in f:
+            return name
+    return "other python"
+
+
+def sampled_profile(fn, interval: float = 0.002) -> tuple[object, dict]:
+    """Run ``fn()`` while sampling every thread's innermost frame: share of samples per component.
+
+    A sample counts for the innermost frame's component (a thread blocked in
+    ``select``/``Condition.wait`` counts as "waiting"); all threads of this
+    process are sampled, so with a threaded ``LocalCluster`` the scheduler,
+    workers, client and dispatcher all appear.
+    """
+    import sys
+    import threading
+
+    counts: Counter = Counter()
+    busy: Counter = Counter()
+    stop = threading.Event()
+    me = threading.get_ident()
+
+    def sampler():
+        while not stop.is_set():
+            for tid, frame in sys._current_frames().items():
+                if tid == me_sampler[0]:
+                    continue
+                comp = _component(frame.f_code.co_filename)
+                if frame.f_code.co_name in ("select", "poll", "wait", "_wait_for_tstate_lock", "get"):
+                    comp = "waiting"
+                counts[comp] += 1
+                if comp != "waiting":
+                    # attribute busy time to the outermost hetsched/dask frame on that stack
+                    busy[comp] += 1
+            time.sleep(interval)
+
+    me_sampler = [None]
+    th = threading.Thread(target=lambda: (me_sampler.__setitem__(0, threading.get_ident()), sampler()), daemon=True)
+    th.start()
+    try:
+        out = fn()
+    finally:
+        stop.set()
+        th.join()
+    total = sum(busy.values()) or 1
+    del me
+    return out, {k: v / total for k, v in busy.most_common()}

@@ -175,7 +175,7 @@ class _Machine:
         self.a = a                  # CPU availability estimate
         self.eligible = rate > 0    # LP support (LPAS_DG) or rate > 0
         self.up = True
-        self.out: dict[str, int] = {}  # outstanding batches: future key -> tasks in it
+        self.out: dict[str, tuple[int, float]] = {}  # outstanding batches: key -> (tasks, expected s)
         self.n_out = 0                 # outstanding tasks (all batches)
         self.depth = 1                 # prefetch depth (1 = pure pull)
         self.low = 0                   # pull again when n_out <= low
@@ -571,12 +571,11 @@ class Dispatcher:
 
     def _release(self, m: _Machine, fkey: str):
         """The batch ``fkey`` no longer occupies machine ``m``."""
-        n = m.out.pop(fkey, None)
-        if n is None:
+        b = m.out.pop(fkey, None)
+        if b is None:
             return
-        m.n_out -= n
-        if not m.out:
-            m.expect = 0.0
+        m.n_out -= b[0]
+        m.expect = m.expect - b[1] if m.out else 0.0
 
     def _attempt_lost(self, fkey, cancel):
         info = self.inflight.pop(fkey, None)
@@ -779,7 +778,7 @@ class Dispatcher:
         self.submit_seconds += time.perf_counter() - ts
         self.futures[fkey] = fut
         self.inflight[fkey] = (tuple(t.id for t in tasks), m.key, t3)
-        m.out[fkey] = len(tasks)
+        m.out[fkey] = (len(tasks), expect)
         m.n_out += len(tasks)
         m.expect += expect
         if self.timeout_factor is not None:
