@@ -124,38 +124,50 @@ def _component(filename: str) -> str:
     return "other python"
 
 
-def sampled_profile(fn, interval: float = 0.002) -> tuple[object, dict]:
-    """Run ``fn()`` while sampling every thread's innermost frame: share of samples per component.
+_IDLE = {"select", "poll", "wait", "_wait_for_tstate_lock", "get", "_worker", "sleep", "accept"}
 
-    A sample counts for the innermost frame's component (a thread blocked in
-    ``select``/``Condition.wait`` counts as "waiting"); all threads of this
-    process are sampled, so with a threaded ``LocalCluster`` the scheduler,
-    workers, client and dispatcher all appear.
+
+def _attribute(frame) -> str:
+    """Component of a sampled stack: idle, or the innermost frame that belongs to a known component."""
+    if frame.f_code.co_name in _IDLE:
+        return "waiting"
+    f = frame
+    while f is not None:
+        comp = _component(f.f_code.co_filename)
+        if comp not in ("other python", "event loop", "waiting"):
+            return comp
+        f = f.f_back
+    return _component(frame.f_code.co_filename)
+
+
+def sampled_profile(fn, interval: float = 0.002) -> tuple[object, dict]:
+    """Run ``fn()`` while sampling every thread's stack: share of busy samples per component.
+
+    All threads of this process are sampled (with a threaded ``LocalCluster``:
+    the scheduler, the workers and the client share one event-loop thread, the
+    dispatcher runs in the caller's thread). A thread whose innermost frame is a
+    blocking wait counts as idle and is left out; a busy sample goes to the
+    innermost frame that belongs to the dispatcher, its journal or a part of
+    Dask (else to "event loop" / "other python").
     """
     import sys
     import threading
 
-    counts: Counter = Counter()
     busy: Counter = Counter()
     stop = threading.Event()
-    me = threading.get_ident()
+    me = [None]
 
     def sampler():
+        me[0] = threading.get_ident()
         while not stop.is_set():
             for tid, frame in sys._current_frames().items():
-                if tid == me_sampler[0]:
-                    continue
-                comp = _component(frame.f_code.co_filename)
-                if frame.f_code.co_name in ("select", "poll", "wait", "_wait_for_tstate_lock", "get"):
-                    comp = "waiting"
-                counts[comp] += 1
-                if comp != "waiting":
-                    # attribute busy time to the outermost hetsched/dask frame on that stack
-                    busy[comp] += 1
+                if tid != me[0]:
+                    comp = _attribute(frame)
+                    if comp != "waiting":
+                        busy[comp] += 1
             time.sleep(interval)
 
-    me_sampler = [None]
-    th = threading.Thread(target=lambda: (me_sampler.__setitem__(0, threading.get_ident()), sampler()), daemon=True)
+    th = threading.Thread(target=sampler, daemon=True)
     th.start()
     try:
         out = fn()
@@ -163,5 +175,4 @@ def sampled_profile(fn, interval: float = 0.002) -> tuple[object, dict]:
         stop.set()
         th.join()
     total = sum(busy.values()) or 1
-    del me
     return out, {k: v / total for k, v in busy.most_common()}

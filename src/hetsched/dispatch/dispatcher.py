@@ -772,8 +772,10 @@ class Dispatcher:
             t.times = ({"t1": max(m.last_end, t.arrival), "t2": max(m.last_notice, t.arrival), "t3": t3}
                        if k == 0 and m.n_out == 0 else {"t1": t3, "t2": t3, "t3": t3})
         self.stats["attempts"] += len(tasks)
+        # priority: a worker holding several batches (prefetch) runs them in submission order (Dask's own
+        # order is FIFO only across its 'fifo-timeout' of 60 ms)
         fut = self.client.submit(execute_batch, items, key=fkey, workers=[m.address], allow_other_workers=False,
-                                 pure=False)
+                                 pure=False, priority=-self.stats["batches"])
         self.client.loop.add_callback(self._watch, fut)
         self.submit_seconds += time.perf_counter() - ts
         self.futures[fkey] = fut

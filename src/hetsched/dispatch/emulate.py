@@ -34,10 +34,11 @@ def local_cluster(n_workers: int, *, processes: bool = False, threads_per_worker
     """``(cluster, client)`` on 127.0.0.1 with ``n_workers`` single-threaded workers.
 
     Quiet: distributed's logs are silenced and its "port already in use"
-    warnings suppressed. ``distributed.deploy.lost-worker-timeout`` is raised to
-    10 minutes so that a worker whose nanny restarts it slowly (a loaded host)
-    is not dropped from the cluster for good; :func:`replenish` restarts
-    workers that are gone anyway.
+    warnings suppressed. Sets (process-wide) the lean Dask settings of
+    ``_LEAN``: no per-worker statistical profiler, a slower system monitor, and
+    ``distributed.deploy.lost-worker-timeout`` raised to 10 minutes so that a
+    worker whose nanny restarts it slowly (a loaded host) is not dropped from the
+    cluster for good; :func:`replenish` restarts workers that are gone anyway.
     """
     import warnings
 
@@ -52,16 +53,28 @@ def local_cluster(n_workers: int, *, processes: bool = False, threads_per_worker
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*already in use", category=UserWarning)
-        with dask.config.set({"distributed.deploy.lost-worker-timeout": "600s"}):
-            cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=threads_per_worker,
-                                   processes=processes, protocol="tcp://", host="127.0.0.1", dashboard_address=None,
-                                   silence_logs=logging.CRITICAL)
+        dask.config.set(_LEAN)  # process-wide: lost-worker-timeout is read when a worker is lost
+        cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=threads_per_worker, processes=processes,
+                               protocol="tcp://", host="127.0.0.1", dashboard_address=None,
+                               silence_logs=logging.CRITICAL)
         client = Client(cluster)
         client.wait_for_workers(int(n_workers), timeout=120)
     return cluster, client
 
 
 MAX_WORKERS = 256  # emulated workers on one host (threads or processes)
+
+# Dask settings of the emulated cluster. Every worker normally runs a statistical
+# profiler (a thread sampling it every 10 ms) and a system monitor (psutil every
+# 0.5 s); with dozens of workers in one process these alone saturate the host's
+# cores and the shared event loop. They are switched off (profiler) or slowed
+# down (monitor) here — for the dispatcher and the plain client.submit reference
+# alike. lost-worker-timeout: see local_cluster.
+_LEAN = {
+    "distributed.deploy.lost-worker-timeout": "600s",
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "5s",
+}
 
 
 def _quiet() -> None:
