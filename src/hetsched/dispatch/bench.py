@@ -1,8 +1,9 @@
 """``hetsched dispatch bench``: empty-task throughput of the dispatcher vs a plain ``client.submit`` loop.
 
 Both sides run on the same loopback ``LocalCluster`` (W single-threaded workers;
-threads in this process by default, ``processes=True`` for worker processes),
-in the same process, alternately, ``repeats`` times each; medians are reported.
+threads in this process by default, ``processes=True`` for worker processes;
+the lean Dask settings of :data:`hetsched.dispatch.emulate._LEAN`), in the same
+process, alternately, ``repeats`` times each; medians are reported.
 
 * Reference: ``client.submit(execute, ...)`` for every task up front (Dask's own
   scheduler places them), then wait for all.
