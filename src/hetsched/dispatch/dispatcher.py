@@ -495,9 +495,16 @@ class Dispatcher:
 
     def _sync_workers(self, initial=False):
         info = self.client.scheduler_info(n_workers=-1)["workers"]
+        if initial and not info:  # a cluster still starting (or a stale view): wait a little, then refuse
+            wait = min(self.worker_wait, 10.0)
+            try:
+                self.client.wait_for_workers(1, timeout=wait)
+            except Exception:  # noqa: BLE001 - timeout: reported below
+                pass
+            info = self.client.scheduler_info(n_workers=-1)["workers"]
+            if not info:
+                raise ModelError(f"workers: the Dask cluster has no workers (waited {wait:g} s)")
         current = {addr: (str(w.get("name", addr)), int(w.get("nthreads", 1) or 1)) for addr, w in info.items()}
-        if initial and not current:
-            raise ModelError("workers: the Dask cluster has no workers")
         for addr in [a for a in self.by_addr if a not in current]:
             self._worker_left(addr, "left the cluster")
         missing = []
