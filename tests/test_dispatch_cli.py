@@ -60,3 +60,27 @@ def test_run_taskfile_errors(tmp_path):
     assert r.exit_code == 2 and "unknown class 'huge'" in r.output
     r = CliRunner().invoke(app, ["dispatch", "run", str(tmp_path / "missing.toml")])
     assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_bench_json_counts_every_task_once():
+    r = CliRunner().invoke(app, ["dispatch", "bench", "--workers", "2", "--tasks", "300", "--repeats", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    for k in ("tasks_per_second", "lost", "duplicated", "reference_tasks_per_second", "ratio"):
+        assert k in out
+    assert out["lost"] == 0 and out["duplicated"] == 0
+    assert out["batches"] < 300  # prefetch: several tasks per Dask task
+    assert out["ratio"] == pytest.approx(out["tasks_per_second"] / out["reference_tasks_per_second"])
+
+
+def test_run_refuses_a_journal_of_another_task_file(tmp_path):
+    tf = tmp_path / "tasks.toml"
+    tf.write_text(TASKFILE)
+    db = tmp_path / "j.db"
+    r = CliRunner().invoke(app, ["dispatch", "run", str(tf), "--journal", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    tf2 = tmp_path / "other.toml"
+    tf2.write_text(TASKFILE.replace("echo one", "echo two"))
+    r = CliRunner().invoke(app, ["dispatch", "run", str(tf2), "--journal", str(db), "--json"])
+    assert r.exit_code == 2 and "belongs to another task specification" in r.stderr
+    assert r.stdout == ""  # the old file's results are not printed as the new file's

@@ -31,12 +31,39 @@ observed execution rate of the pair ``(i, j)`` is compared with its estimate
 observation when they differ by more than ``drift_threshold`` (relative) after at
 least ``min_samples`` observations.
 
-*Faults* (§3.5.2 point 4). Workers that leave the Dask cluster give their running
-tasks back at once. A task still running ``timeout_factor`` times its expected
-time (plus ``timeout_min`` seconds) after it was sent is given back and its
-machine is treated as down until it answers. Whichever attempt of a task finishes
-first is its result; later ones are ignored (never reported twice).
+*Faults* (§3.5.2 point 4). Workers that leave the Dask cluster give their
+running tasks back at once. A task still running ``timeout_factor`` times its
+expected time (plus ``timeout_min`` seconds) after it was sent is given back and
+its machine is treated as down until it answers (a worker that hangs rather
+than dies). Whichever attempt of a task finishes first is its result; later
+ones are ignored (never reported twice). When the cluster has fewer workers than
+at the start for ``replenish_after`` seconds, ``replenish()`` is called (the
+embedded ``LocalCluster`` starts new workers under the lost names); when no
+worker at all is left for ``worker_wait`` seconds, :meth:`Dispatcher.run` stops
+with ``success=False`` and the number of unfinished tasks (they stay queued in
+the journal). A journal write that fails (disk full, I/O error) is retried
+``journal_retries`` times, one second apart, without dispatching anything new;
+then the run stops the same way — nothing accepted is lost, tasks whose results
+were not committed run again after a restart.
 
+*Prefetch and batches* (throughput; off by default). With ``prefetch = s > 0``
+every machine keeps up to ``depth_j = clamp(round(s / e_j), 1, max_prefetch)``
+decided tasks outstanding, where ``e_j`` is its expected task time
+``time_unit / (a_j mean_i mu'_ij)`` (so fast machines hold more); when its
+outstanding count falls to ``depth_j // 2`` it pulls ``depth_j - outstanding``
+tasks at once — the selection rule applied repeatedly to the queues as they are
+at that moment (each pick removes the head it took) — and they travel as one
+Dask task (:func:`~hetsched.dispatch.worker.execute_batch`) run in order on the
+worker. What changes for the policies: (1) a machine commits to up to
+``depth_j`` tasks before it is idle, decided with the queue state of that
+moment, so a task arriving later cannot overtake the prefetched ones on that
+machine; (2) those tasks are no longer available to another machine that
+becomes idle sooner (up to ``depth_j - 1`` tasks of imbalance per machine);
+(3) the results of a batch return together, at its end. With ``depth_j = 1``
+(``prefetch = 0``, or tasks longer than ``s``) everything is exactly the pull
+model above. Policies that favour fast machines for a class (LPAS_DG's
+support restrictions are still respected — only eligible classes are picked)
+can see somewhat longer response times at high load.
 *Times* (§3.5.2 point 3): ``t1`` machine idle (end of its previous task, or the
 task's arrival if later), ``t2`` dispatcher knows it is idle, ``t3`` decision
 made and task submitted, ``t4``/``t5`` start/end on the worker, ``t6``
@@ -57,7 +84,8 @@ import numpy as np
 
 from ..errors import ModelError, UnstableError
 from ..sim.pull_policies import LPAS_DG, LPAS_DG_ROBUST, policy_code, select_class
-from .worker import KIND_CALL, KIND_EMULATE, KIND_SHELL, execute
+from .journal import JournalWriteError
+from .worker import KIND_CALL, KIND_EMULATE, KIND_SHELL, execute_batch
 
 __all__ = ["Dispatcher", "DispatchResult", "Emulation", "OVERHEAD_KEYS"]
 
@@ -136,8 +164,8 @@ class _Task:
 
 
 class _Machine:
-    __slots__ = ("key", "worker", "address", "rate", "a", "eligible", "up", "busy", "fkey", "idle_since",
-                 "last_end", "last_notice", "silent", "gone")
+    __slots__ = ("key", "worker", "address", "rate", "a", "eligible", "up", "out", "n_out", "depth", "low",
+                 "idle_since", "last_end", "last_notice", "silent", "gone", "expect")
 
     def __init__(self, key, worker, address, rate, a, now):
         self.key = key
@@ -147,13 +175,20 @@ class _Machine:
         self.a = a                  # CPU availability estimate
         self.eligible = rate > 0    # LP support (LPAS_DG) or rate > 0
         self.up = True
-        self.busy = -1
-        self.fkey = None
+        self.out: dict[str, tuple[int, float]] = {}  # outstanding batches: key -> (tasks, expected s)
+        self.n_out = 0                 # outstanding tasks (all batches)
+        self.depth = 1                 # prefetch depth (1 = pure pull)
+        self.low = 0                   # pull again when n_out <= low
+        self.expect = 0.0              # expected seconds of the outstanding tasks (time-outs)
         self.idle_since = now
         self.last_end = now
         self.last_notice = now
         self.silent = False
         self.gone = False
+
+    @property
+    def wants(self) -> bool:
+        return self.up and not self.silent and self.n_out <= self.low
 
 
 def _as_rates(where: str, r: Any, N: int) -> np.ndarray:
@@ -197,6 +232,14 @@ class Dispatcher:
     ignore_unknown_workers : workers without rates are ignored instead of an error.
     fetch_timeout : seconds to fetch a finished attempt's value before it counts as lost.
     allow_unstable : run even if ``lambda* <= 1``.
+    prefetch : seconds of expected work each machine keeps decided ahead
+        (0 = pure pull; module docstring, "Prefetch and batches").
+    max_prefetch : upper bound of the per-machine prefetch depth.
+    journal_spec : hash of the task specification the journal belongs to.
+    worker_wait : seconds without any worker before :meth:`run` gives up.
+    replenish : called (no arguments) when workers have been missing for
+        ``replenish_after`` seconds, e.g. to restart a ``LocalCluster``'s workers.
+    journal_retries : failed journal writes retried this many times (1 s apart).
     """
 
     def __init__(self, client, classes: Sequence[str], rates: Mapping[str, Sequence[float]], *,
@@ -208,7 +251,10 @@ class Dispatcher:
                  timeout_factor: float | None = 10.0, timeout_min: float = 5.0, poll_interval: float = 0.2,
                  ignore_unknown_workers: bool = False, allow_unstable: bool = False, fetch_timeout: float = 5.0,
                  direct_fetch: bool | None = None, slots: int | Mapping[str, int] | None = None,
-                 lp_grouping: str = "auto"):
+                 lp_grouping: str = "auto", prefetch: float = 0.0, max_prefetch: int = 64,
+                 journal_spec: str | None = None, worker_wait: float = 60.0,
+                 replenish: Callable[[], Any] | None = None, replenish_after: float = 5.0,
+                 journal_retries: int = 5):
         self.client = client
         self.code = policy_code(policy)
         self.policy = str(policy).lower()
@@ -258,6 +304,18 @@ class Dispatcher:
         if lp_grouping not in ("auto", "groups", "machines"):
             raise ModelError(f"lp_grouping: expected 'auto', 'groups' or 'machines', got {lp_grouping!r}")
         self.lp_grouping = lp_grouping
+        if not (isinstance(prefetch, (int, float)) and math.isfinite(prefetch) and prefetch >= 0):
+            raise ModelError(f"prefetch: expected seconds >= 0, got {prefetch!r}")
+        if isinstance(max_prefetch, bool) or not isinstance(max_prefetch, (int, np.integer)) or max_prefetch < 1:
+            raise ModelError(f"max_prefetch: expected a positive integer, got {max_prefetch!r}")
+        self.prefetch = float(prefetch)
+        self.max_prefetch = int(max_prefetch)
+        if not (worker_wait > 0 and math.isfinite(worker_wait)):
+            raise ModelError(f"worker_wait: expected seconds > 0, got {worker_wait!r}")
+        self.worker_wait = float(worker_wait)
+        self.replenish = replenish
+        self.replenish_after = float(replenish_after)
+        self.journal_retries = int(journal_retries)
 
         # queues
         self.queues = [deque() for _ in range(N)]
@@ -276,7 +334,7 @@ class Dispatcher:
         self.deadlines: list[tuple[float, str]] = []
         # statistics
         self.stats = dict(submitted=0, completed=0, failed=0, resubmitted=0, duplicates_ignored=0, timeouts=0,
-                          lp_solves=0, attempts=0)
+                          lp_solves=0, attempts=0, batches=0, replenish_calls=0, journal_errors=0)
         self.resp_sum = np.zeros(N)
         self.resp_n = np.zeros(N, dtype=np.int64)
         self.resp_t0 = 0.0  # count responses of tasks arriving after this wall time
@@ -298,11 +356,12 @@ class Dispatcher:
         if journal is not None:
             from .journal import Journal
 
-            self.journal = Journal(journal, self.classes)
+            self.journal = Journal(journal, self.classes, spec=journal_spec)
             self._restore()
         self._pending_finish: list = []
         self._pending_add: list = []
         self._sync_workers(initial=True)
+        self._n_initial = len(self._known)
         self._solve_lp(initial=True)
 
     # ------------------------------------------------------------------ tasks
@@ -320,15 +379,30 @@ class Dispatcher:
     def add(self, cls: Any, fn: Callable | None = None, *args, command: str | Sequence[str] | None = None,
             work: float | None = None, **kwargs) -> int:
         """Accept one task now; returns its id (committed to the journal if any)."""
-        tid = self._accept(self.class_index(cls), *self._payload(fn, args, kwargs, command, work), time.time())
-        self._flush_journal()
-        return tid
+        i = self.class_index(cls)
+        kind, payload = self._payload(fn, args, kwargs, command, work)
+        return self._accept_now([(i, kind, payload)])[0]
 
     def add_many(self, items: Iterable[tuple]) -> list[int]:
         """Accept ``(cls, kind, payload)`` tuples now, in one journal transaction."""
+        return self._accept_now([(self.class_index(c), k, p) for c, k, p in items])
+
+    def _accept_now(self, items) -> list[int]:
+        """Accept now; if the journal cannot commit them, they are not accepted (error raised)."""
         now = time.time()
-        ids = [self._accept(self.class_index(c), k, p, now) for c, k, p in items]
-        self._flush_journal()
+        ids = [self._accept(i, k, p, now) for i, k, p in items]
+        try:
+            self._flush_journal()
+        except JournalWriteError:
+            for tid in ids:  # roll back: nothing of this call was accepted
+                t = self.tasks.pop(tid)
+                self._unqueue(t)
+                self.open -= 1
+                self.stats["submitted"] -= 1
+                self.arr_count[t.cls] -= 1
+            self._pending_add = [r for r in self._pending_add if r[0] not in set(ids)]
+            self.next_id = min(ids) if ids else self.next_id
+            raise
         return ids
 
     @staticmethod
@@ -365,14 +439,12 @@ class Dispatcher:
         return tid
 
     def _flush_journal(self):
-        if self.journal is None:
+        """Commit accepted tasks and results in one transaction (raises :class:`JournalWriteError`)."""
+        if self.journal is None or not (self._pending_add or self._pending_finish):
             return
-        if self._pending_add:
-            self.journal.add_many(self._pending_add)
-            self._pending_add = []
-        if self._pending_finish:
-            self.journal.finish_many(self._pending_finish)
-            self._pending_finish = []
+        self.journal.commit(self._pending_add, self._pending_finish)
+        self._pending_add = []
+        self._pending_finish = []
 
     def _restore(self):
         self.next_id = self.journal.max_id() + 1
@@ -411,6 +483,8 @@ class Dispatcher:
         self.qlen[t.cls] -= 1
         if q:
             self.head[t.cls] = self.tasks[q[0]].arrival
+        else:
+            self.head[t.cls] = 0.0
 
     # ------------------------------------------------------------------ workers
     def _rates_for(self, name, addr):
@@ -421,9 +495,16 @@ class Dispatcher:
 
     def _sync_workers(self, initial=False):
         info = self.client.scheduler_info(n_workers=-1)["workers"]
+        if initial and not info:  # a cluster still starting (or a stale view): wait a little, then refuse
+            wait = min(self.worker_wait, 10.0)
+            try:
+                self.client.wait_for_workers(1, timeout=wait)
+            except Exception:  # noqa: BLE001 - timeout: reported below
+                pass
+            info = self.client.scheduler_info(n_workers=-1)["workers"]
+            if not info:
+                raise ModelError(f"workers: the Dask cluster has no workers (waited {wait:g} s)")
         current = {addr: (str(w.get("name", addr)), int(w.get("nthreads", 1) or 1)) for addr, w in info.items()}
-        if initial and not current:
-            raise ModelError("workers: the Dask cluster has no workers")
         for addr in [a for a in self.by_addr if a not in current]:
             self._worker_left(addr, "left the cluster")
         missing = []
@@ -446,6 +527,7 @@ class Dispatcher:
                 key = name if n_slots == 1 else f"{name}#{s}"
                 a = self.avail.get(key, self.avail.get(name, self.avail.get(addr, 1.0)))
                 m = _Machine(key, name, addr, rate.copy(), a, now)
+                self._set_depth(m)
                 self.machines[key] = m
                 self.idle[key] = None
                 keys.append(key)
@@ -457,6 +539,17 @@ class Dispatcher:
             raise ModelError(f"rates: no execution rates for worker(s) {sorted(missing)}; "
                              f"rates are given for {sorted(self.rates_given)}")
         self._known = set(current)
+
+    def _set_depth(self, m: _Machine):
+        """Prefetch depth from the machine's expected task time (module docstring)."""
+        if self.prefetch <= 0:
+            m.depth, m.low = 1, 0
+            return
+        r = m.rate[m.rate > 0] * m.a
+        e = self.time_unit * float(np.mean(1.0 / r)) if r.size else math.inf
+        d = int(round(self.prefetch / e)) if e > 0 else self.max_prefetch
+        m.depth = max(1, min(self.max_prefetch, d))
+        m.low = 0 if m.depth == 1 else m.depth // 2
 
     def _slots_for(self, name, nthreads):
         s = self.slots
@@ -472,8 +565,8 @@ class Dispatcher:
             m = self.machines.pop(key)
             m.gone = True
             self.idle.pop(key, None)
-            if m.fkey is not None:
-                self._attempt_lost(m.fkey, cancel=True)
+            for fkey in list(m.out):
+                self._attempt_lost(fkey, cancel=True)
         if keys:
             self.events.append({"t": time.time(), "event": "left", "worker": self._name_of(keys), "address": addr,
                                 "reason": reason})
@@ -482,6 +575,14 @@ class Dispatcher:
     @staticmethod
     def _name_of(keys):
         return keys[0].split("#")[0]
+
+    def _release(self, m: _Machine, fkey: str):
+        """The batch ``fkey`` no longer occupies machine ``m``."""
+        b = m.out.pop(fkey, None)
+        if b is None:
+            return
+        m.n_out -= b[0]
+        m.expect = m.expect - b[1] if m.out else 0.0
 
     def _attempt_lost(self, fkey, cancel):
         info = self.inflight.pop(fkey, None)
@@ -493,22 +594,22 @@ class Dispatcher:
                 pass
         if info is None:
             return
-        tid, mkey, _ = info
+        tids, mkey, _ = info
         m = self.machines.get(mkey)
-        if m is not None and m.fkey == fkey:
-            m.fkey = None
-            m.busy = -1
-            if m.silent:  # its attempt is settled: the machine may pull again
+        if m is not None and fkey in m.out:
+            self._release(m, fkey)
+            if m.silent and not m.out:  # its attempts are settled: the machine may pull again
                 m.silent = False
                 self._need_lp = True
-            if m.up:
+            if m.up and m.wants:
                 now = time.time()
                 self._make_idle(m, now, now)
-        t = self.tasks[tid]
-        t.live.discard(fkey)
-        if t.state == _RUNNING and not t.live:
-            self.stats["resubmitted"] += 1
-            self._enqueue(t, front=True)
+        for tid in tids:
+            t = self.tasks[tid]
+            t.live.discard(fkey)
+            if t.state == _RUNNING and not t.live:
+                self.stats["resubmitted"] += 1
+                self._enqueue(t, front=True)
 
     def set_machine_up(self, worker: str, up: bool, reason: str = "emulated failure"):
         """Take a machine (key ``"name#s"``) or all machines of a worker down (running tasks given back) or up."""
@@ -516,14 +617,14 @@ class Dispatcher:
         for m in [m for m in self.machines.values() if m.key == worker or m.worker == worker]:
             if up and not m.up:
                 m.up = True
-                if m.fkey is None:
+                if m.wants:
                     self.idle[m.key] = None
                     m.idle_since = m.last_end = m.last_notice = now
             elif not up and m.up:
                 m.up = False
                 self.idle.pop(m.key, None)
-                if m.fkey is not None:
-                    self._attempt_lost(m.fkey, cancel=True)
+                for fkey in list(m.out):
+                    self._attempt_lost(fkey, cancel=True)
         self.events.append({"t": now, "event": "up" if up else "down", "worker": worker, "reason": reason})
         self._need_lp = True
 
@@ -628,47 +729,71 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ dispatching
     def _dispatch(self):
+        """Serve machines that want work, longest-waiting first; one batch per machine."""
         if not self.idle or not self.qlen.any():
             return
         now = time.time()
         code = self.code
+        qlen, head = self.qlen, self.head
         for key in list(self.idle):
-            if not self.qlen.any():
+            if not qlen.any():
                 break
             m = self.machines[key]
+            room = m.depth - m.n_out
+            picks = []
             td = time.perf_counter()
-            i = select_class(code, now, self.qlen, self.head, m.rate, m.eligible)
+            while room > 0:
+                i = select_class(code, now, qlen, head, m.rate, m.eligible)
+                if i < 0:
+                    break
+                picks.append(self._dequeue(i))
+                room -= 1
             self.decision_seconds += time.perf_counter() - td
-            if i < 0:
+            if not picks:
                 continue
-            t = self._dequeue(i)
             del self.idle[key]
-            self._submit(t, m, now)
+            self._submit(picks, m, now)
+            if m.wants:  # a partly filled prefetch queue stays open for new arrivals
+                self.idle[key] = None
 
-    def _submit(self, t: _Task, m: _Machine, now: float):
+    def _submit(self, tasks: list, m: _Machine, now: float):
         ts = time.perf_counter()
-        t.attempts += 1
-        self.stats["attempts"] += 1
-        fkey = f"hs-{t.id}-{t.attempts}-{m.key}"
-        seconds = 0.0
-        if t.kind == KIND_EMULATE:
-            seconds = self.emulation.seconds(m.key, m.worker, t.cls, t.payload)
+        self.stats["batches"] += 1
+        t0 = tasks[0]
+        t0.attempts += 1
+        fkey = f"hs-{t0.id}-{t0.attempts}-{m.key}" if len(tasks) == 1 else f"hs-{t0.id}-{t0.attempts}+{len(tasks)}-{m.key}"
+        items = []
+        expect = 0.0
         t3 = time.time()
-        fut = self.client.submit(execute, t.kind, t.payload, seconds, key=fkey, workers=[m.address],
-                                 allow_other_workers=False, pure=False)
+        for k, t in enumerate(tasks):
+            if k:
+                t.attempts += 1
+            seconds = 0.0
+            if t.kind == KIND_EMULATE:
+                seconds = self.emulation.seconds(m.key, m.worker, t.cls, t.payload)
+            items.append((t.kind, t.payload, seconds))
+            r = m.rate[t.cls] * m.a
+            expect += self.time_unit / r if r > 0 else 0.0
+            t.state = _RUNNING
+            t.live.add(fkey)
+            # t1/t2: for the first task of an idle machine its idle time; for prefetched ones t3
+            t.times = ({"t1": max(m.last_end, t.arrival), "t2": max(m.last_notice, t.arrival), "t3": t3}
+                       if k == 0 and m.n_out == 0 else {"t1": t3, "t2": t3, "t3": t3})
+        self.stats["attempts"] += len(tasks)
+        # priority: a worker holding several batches (prefetch) runs them in submission order (Dask's own
+        # order is FIFO only across its 'fifo-timeout' of 60 ms)
+        fut = self.client.submit(execute_batch, items, key=fkey, workers=[m.address], allow_other_workers=False,
+                                 pure=False, priority=-self.stats["batches"])
         self.client.loop.add_callback(self._watch, fut)
         self.submit_seconds += time.perf_counter() - ts
         self.futures[fkey] = fut
-        self.inflight[fkey] = (t.id, m.key, t3)
-        t.state = _RUNNING
-        t.live.add(fkey)
-        m.busy = t.id
-        m.fkey = fkey
-        t.times = {"t1": max(m.last_end, t.arrival), "t2": max(m.last_notice, t.arrival), "t3": t3}
+        self.inflight[fkey] = (tuple(t.id for t in tasks), m.key, t3)
+        m.out[fkey] = (len(tasks), expect)
+        m.n_out += len(tasks)
+        m.expect += expect
         if self.timeout_factor is not None:
-            r = m.rate[t.cls] * m.a
-            expect = self.time_unit / r if r > 0 else 0.0
-            heapq.heappush(self.deadlines, (t3 + self.timeout_factor * expect + self.timeout_min, fkey))
+            # the batch runs after everything already outstanding on the machine
+            heapq.heappush(self.deadlines, (t3 + self.timeout_factor * m.expect + self.timeout_min, fkey))
 
     async def _poll(self):
         """In the client's event loop: has the set of workers changed? Tell the main loop."""
@@ -698,7 +823,8 @@ class Dispatcher:
         val = None
         if status == "finished":
             try:
-                val = (await asyncio.wait_for(self.client._gather([fut], direct=self.direct_fetch), self.fetch_timeout))[0]
+                val = (await asyncio.wait_for(self.client._gather([fut], direct=self.direct_fetch),
+                                              self.fetch_timeout))[0]
             except Exception:
                 status = "lost"
         self.doneq.put((fut.key, status, t6, val, time.time()))
@@ -710,18 +836,20 @@ class Dispatcher:
             info = self.inflight.get(fkey)
             if info is None:
                 continue
-            tid, mkey, _ = info
+            tids, mkey, _ = info
             m = self.machines.get(mkey)
-            t = self.tasks[tid]
             self.stats["timeouts"] += 1
             if m is not None and not m.silent:
                 m.silent = True
+                self.idle.pop(m.key, None)
                 self._need_lp = True
-            self.events.append({"t": now, "event": "timeout", "task": tid, "machine": mkey})
-            # the attempt stays alive (its result is still accepted); the task goes back
-            if t.state == _RUNNING:
-                self.stats["resubmitted"] += 1
-                self._enqueue(t, front=True)
+            self.events.append({"t": now, "event": "timeout", "tasks": list(tids), "machine": mkey})
+            # the attempt stays alive (its result is still accepted); its tasks go back
+            for tid in tids:
+                t = self.tasks[tid]
+                if t.state == _RUNNING:
+                    self.stats["resubmitted"] += 1
+                    self._enqueue(t, front=True)
 
     def _complete(self, batch):
         """Handle settled attempts ``[(key, status, t6, value, t7), ...]``."""
@@ -729,78 +857,96 @@ class Dispatcher:
             if fkey not in self.inflight:  # cancelled or given up earlier
                 self.futures.pop(fkey, None)
                 continue
-            if status != "finished":  # error / cancelled / lost: the task goes back
+            if status != "finished":  # error / cancelled / lost: the tasks go back
                 self.events.append({"t": t6, "event": "attempt-lost", "key": fkey, "status": status})
                 self._attempt_lost(fkey, cancel=False)
                 self.futures.pop(fkey, None)
                 continue
-            info = self.inflight.pop(fkey)
+            tids, mkey, t3 = self.inflight.pop(fkey)
             self.futures.pop(fkey, None)
-            tid, mkey, t3 = info
-            t = self.tasks[tid]
-            t.live.discard(fkey)
             m = self.machines.get(mkey)
-            t4, t5, success, value = val
-            if m is not None:
-                if m.fkey == fkey:
-                    m.fkey = None
-                    m.busy = -1
-                if m.silent:
+            if m is not None and fkey in m.out:
+                self._release(m, fkey)
+                if m.silent and not m.out:
                     m.silent = False
                     self._need_lp = True
-                if m.up and m.fkey is None:
-                    self._make_idle(m, t5, t6)
-            if t.state in (_DONE, _FAILED):
-                self.stats["duplicates_ignored"] += 1
-                continue
-            if t.state == _QUEUED:  # given back after a time-out; this attempt won
-                self._unqueue(t)
-            t.state = _DONE if success else _FAILED
-            for other in list(t.live):  # cancel the other attempts (their machines become idle)
-                self._attempt_lost(other, cancel=True)
-            times = dict(t.times)
-            times.update(t4=t4, t5=t5, t6=t6, t7=t7)
-            t.times = times
-            t.worker = m.worker if m is not None else None
-            self.open -= 1
-            self.stats["completed" if success else "failed"] += 1
-            self.results[tid] = value
-            if success and t.arrival >= self.resp_t0:
-                self.resp_sum[t.cls] += t7 - t.arrival
-                self.resp_n[t.cls] += 1
-                self.ovh_n += 1
-                o = self.ovh
-                o["t2-t1"] += times["t2"] - times["t1"]
-                o["t3-t2"] += times["t3"] - times["t2"]
-                o["t4-t3"] += t4 - times["t3"]
-                o["t5-t4"] += t5 - t4
-                o["t6-t5"] += t6 - t5
-                o["t7-t6"] += t7 - t6
-            if success and m is not None:
-                self._observe_exec(m, t.cls, t5 - t4, t7 - times["t1"])
-            if self.journal is not None:
-                self._pending_finish.append((tid, "done" if success else "failed", t.attempts, t.worker, t7,
-                                             value, times))
-            if self._on_result is not None:
-                self._on_result(tid, self.classes[t.cls], success, value)
-            t.payload = None
+                if m.wants:
+                    self._make_idle(m, val[-1][1], t6)
+            for tid, (t4, t5, success, value) in zip(tids, val):
+                self._finish_task(self.tasks[tid], fkey, m, t4, t5, success, value, t6, t7)
+
+    def _finish_task(self, t: _Task, fkey, m, t4, t5, success, value, t6, t7):
+        t.live.discard(fkey)
+        if t.state in (_DONE, _FAILED):
+            self.stats["duplicates_ignored"] += 1
+            return
+        if t.state == _QUEUED:  # given back after a time-out; this attempt won
+            self._unqueue(t)
+        t.state = _DONE if success else _FAILED
+        for other in list(t.live):  # cancel the other attempts (their machines become idle)
+            self._attempt_lost(other, cancel=True)
+        times = dict(t.times)
+        times.update(t4=t4, t5=t5, t6=t6, t7=t7)
+        t.times = times
+        t.worker = m.worker if m is not None else None
+        self.open -= 1
+        self.stats["completed" if success else "failed"] += 1
+        self.results[t.id] = value
+        if success and t.arrival >= self.resp_t0:
+            self.resp_sum[t.cls] += t7 - t.arrival
+            self.resp_n[t.cls] += 1
+            self.ovh_n += 1
+            o = self.ovh
+            o["t2-t1"] += times["t2"] - times["t1"]
+            o["t3-t2"] += times["t3"] - times["t2"]
+            o["t4-t3"] += t4 - times["t3"]
+            o["t5-t4"] += t5 - t4
+            o["t6-t5"] += t6 - t5
+            o["t7-t6"] += t7 - t6
+        if success and m is not None:
+            self._observe_exec(m, t.cls, t5 - t4, t7 - times["t1"])
+        if self.journal is not None:
+            self._pending_finish.append((t.id, "done" if success else "failed", t.attempts, t.worker, t7,
+                                         value, times))
+        if self._on_result is not None:
+            self._on_result(t.id, self.classes[t.cls], success, value)
+        t.payload = None
 
     def _make_idle(self, m: _Machine, t5, t6):
-        m.last_end = t5
-        m.last_notice = t6
+        if m.n_out == 0:
+            m.last_end = t5
+            m.last_notice = t6
         m.idle_since = t6
         self.idle.pop(m.key, None)
-        if not m.silent:
+        if m.wants:
             self.idle[m.key] = None
 
     # ------------------------------------------------------------------ main loop
     def snapshot(self) -> dict:
         """Live state for a progress view."""
         return {"queued": {c: int(n) for c, n in zip(self.classes, self.qlen)},
-                "running": len(self.inflight), "idle": len(self.idle),
+                "running": sum(m.n_out for m in self.machines.values()), "idle": len(self.idle),
                 "machines": len(self.machines), "up": sum(m.up and not m.silent for m in self.machines.values()),
                 "completed": self.stats["completed"], "failed": self.stats["failed"],
                 "resubmitted": self.stats["resubmitted"], "open": self.open, "lambda": self.lam}
+
+    def _try_flush(self, now) -> str | None:
+        """Commit the journal; on failure retry later. Returns a message when retries are exhausted."""
+        if self._journal_retry_at is not None and now < self._journal_retry_at:
+            return None
+        try:
+            self._flush_journal()
+        except JournalWriteError as exc:
+            self.stats["journal_errors"] += 1
+            self._journal_fail += 1
+            self.events.append({"t": now, "event": "journal-error", "error": str(exc)})
+            if self._journal_fail > self.journal_retries:
+                return str(exc)
+            self._journal_retry_at = now + 1.0
+            return None
+        self._journal_fail = 0
+        self._journal_retry_at = None
+        return None
 
     def run(self, arrivals: Sequence[tuple[float, Any, int, Any]] | None = None, *,
             hooks: Sequence[tuple[float, Callable[["Dispatcher"], Any]]] = (), timeout: float | None = None,
@@ -812,15 +958,20 @@ class Dispatcher:
         ``start + offset`` (e.g. a Poisson stream); ``hooks``: ``(offset, fn)``
         called once at ``start + offset`` with the dispatcher (kills, failures).
         ``warmup``: responses of tasks arriving in the first ``warmup`` seconds
-        are not averaged. ``timeout``: stop after that many seconds (unfinished
-        tasks are then reported as ``lost``).
+        are not averaged. ``timeout``: stop after that many seconds.
+
+        The run ends with ``success=False`` and a message giving the number of
+        unfinished tasks (``lost``; with a journal they stay queued in it) when
+        ``timeout`` passes, when no worker is left for ``worker_wait`` seconds,
+        or when the journal cannot be written.
         """
         self._on_result = on_result
         start = time.time()
         self.resp_t0 = start + warmup if warmup > 0 else -math.inf  # tasks accepted before run() count
         arr = sorted(arrivals or [], key=lambda x: x[0])
-        for _, c, k, _p in arr[:1]:
-            self.class_index(c)
+        for _, _c, k, _p in arr:
+            if k == KIND_EMULATE and self.emulation is None:
+                raise ModelError("task: emulated work needs an Emulation (emulation=...)")
         arr_cls = [self.class_index(c) for _, c, _, _ in arr]
         ai = 0
         hk = sorted(hooks, key=lambda x: x[0])
@@ -830,14 +981,17 @@ class Dispatcher:
         next_prog = start
         self.arr_since = start
         self.arr_count[:] = 0
+        self._journal_fail = 0
+        self._journal_retry_at = None
+        short_since = None   # fewer workers than at the start since
+        none_since = None    # no worker at all since
+        next_replenish = 0.0
         message = "all tasks finished"
         success = True
         while True:
             now = time.time()
             while ai < len(arr) and start + arr[ai][0] <= now:
                 _, _c, k, p = arr[ai]
-                if k == KIND_EMULATE and self.emulation is None:
-                    raise ModelError("task: emulated work needs an Emulation (emulation=...)")
                 self._accept(arr_cls[ai], k, p, start + arr[ai][0])
                 ai += 1
             while hi < len(hk) and start + hk[hi][0] <= now:
@@ -854,16 +1008,43 @@ class Dispatcher:
                 next_mon = now + self.monitor_interval
             if self._need_lp:
                 self._solve_lp()
-            self._dispatch()
-            self._flush_journal()
+            # accepted = durable: commit before dispatching anything (one transaction per pass)
+            jerr = self._try_flush(now)
+            if jerr is not None:
+                success = False
+                message = (f"{jerr}; stopped after {self.journal_retries} retries with {self.open} task(s) "
+                           f"unfinished (rerun with the same journal to resume)")
+                break
+            if self._journal_retry_at is None:
+                self._dispatch()
             if progress is not None and now >= next_prog:
                 progress(self.snapshot())
                 next_prog = now + progress_interval
             if self.open == 0 and ai >= len(arr) and hi >= len(hk):
                 break
+            # missing workers: replenish, then give up after worker_wait seconds with none at all
+            n_up = len(self.machines)
+            short = len(self._known) < self._n_initial or n_up == 0
+            short_since = (short_since or now) if short else None
+            none_since = (none_since or now) if n_up == 0 else None
+            if (short_since is not None and self.replenish is not None and now - short_since >= self.replenish_after
+                    and now >= next_replenish):
+                self.stats["replenish_calls"] += 1
+                self.events.append({"t": now, "event": "replenish", "workers": len(self._known)})
+                try:
+                    self.replenish()
+                except Exception as exc:  # noqa: BLE001 - report, keep waiting until worker_wait
+                    self.events.append({"t": now, "event": "replenish-failed", "error": repr(exc)})
+                next_replenish = now + self.replenish_after
+            if none_since is not None and self.open > 0 and now - none_since >= self.worker_wait:
+                success = False
+                message = (f"no worker for {self.worker_wait:g} s: stopped with {self.open} task(s) unfinished"
+                           + (" (kept in the journal: rerun with it to resume)" if self.journal is not None else ""))
+                break
             if timeout is not None and now - start > timeout:
                 success = False
-                message = f"timeout after {timeout:g} s with {self.open} task(s) unfinished"
+                message = (f"timeout after {timeout:g} s with {self.open} task(s) unfinished"
+                           + (" (kept in the journal: rerun with it to resume)" if self.journal is not None else ""))
                 break
             wake = next_poll
             if ai < len(arr):
@@ -886,10 +1067,18 @@ class Dispatcher:
                 self._sync_workers()
                 batch = [b for b in batch if b[0] is not None]
             self._complete(batch)
-        self._flush_journal()
+        unfinished_arrivals = len(arr) - ai
+        if unfinished_arrivals:
+            message += f"; {unfinished_arrivals} arrival(s) not yet released"
+        jerr = self._try_flush(time.time()) if self._journal_retry_at is None else None
+        if jerr is not None and success:
+            success, message = False, jerr
         if progress is not None:
             progress(self.snapshot())
-        return self._result(success, message, time.time() - start)
+        res = self._result(success, message, time.time() - start)
+        res.extra["unreleased"] = unfinished_arrivals
+        res.lost += unfinished_arrivals  # unfinished = accepted and open, or never released
+        return res
 
     def _result(self, success, message, wall) -> DispatchResult:
         per_class = []
@@ -907,7 +1096,8 @@ class Dispatcher:
             mean_response=float(self.resp_sum.sum() / n_all) if n_all else float("nan"), per_class=per_class,
             overhead=ovh, lp_solves=st["lp_solves"], lam=self.lam, wall_seconds=wall,
             decision_seconds=self.decision_seconds, submit_seconds=self.submit_seconds, events=list(self.events),
-            extra={"attempts": st["attempts"], "estimated_alpha": None if self.alpha is None else self.alpha.tolist()},
+            extra={"attempts": st["attempts"], "batches": st["batches"], "replenish_calls": st["replenish_calls"],
+                   "journal_errors": st["journal_errors"], "estimated_alpha": None if self.alpha is None else self.alpha.tolist()},
         )
 
     def close(self):
@@ -918,6 +1108,9 @@ class Dispatcher:
                 pass
         self.futures.clear()
         if self.journal is not None:
-            self._flush_journal()
+            try:
+                self._flush_journal()
+            except JournalWriteError as exc:  # uncommitted results: those tasks run again on resume
+                self.events.append({"t": time.time(), "event": "journal-error", "error": str(exc)})
             self.journal.close()
             self.journal = None

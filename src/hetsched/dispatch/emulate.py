@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import time
@@ -30,16 +31,79 @@ __all__ = ["local_cluster", "demo_rates", "poisson_arrivals", "Killer", "run_dem
 
 
 def local_cluster(n_workers: int, *, processes: bool = False, threads_per_worker: int = 1):
-    """``(cluster, client)`` on 127.0.0.1 with ``n_workers`` single-threaded workers."""
+    """``(cluster, client)`` on 127.0.0.1 with ``n_workers`` single-threaded workers.
+
+    Quiet: distributed's logs are silenced and its "port already in use"
+    warnings suppressed. Sets (process-wide) the lean Dask settings of
+    ``_LEAN``: no per-worker statistical profiler, a slower system monitor, and
+    ``distributed.deploy.lost-worker-timeout`` raised to 10 minutes so that a
+    worker whose nanny restarts it slowly (a loaded host) is not dropped from the
+    cluster for good; :func:`replenish` restarts workers that are gone anyway.
+    """
+    import warnings
+
+    import dask
+
+    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
+        raise ModelError(f"workers: need at least 1 worker, got {n_workers!r}")
+    if n_workers > MAX_WORKERS:
+        raise ModelError(f"workers: at most {MAX_WORKERS} workers on one host, got {n_workers!r}")
+    _quiet()
     from distributed import Client, LocalCluster
 
-    if int(n_workers) < 1:
-        raise ModelError(f"workers: need at least 1 worker, got {n_workers!r}")
-    cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=threads_per_worker, processes=processes,
-                           protocol="tcp://", host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL)
-    client = Client(cluster)
-    client.wait_for_workers(int(n_workers), timeout=120)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*already in use", category=UserWarning)
+        dask.config.set(_LEAN)  # process-wide: lost-worker-timeout is read when a worker is lost
+        cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=threads_per_worker, processes=processes,
+                               protocol="tcp://", host="127.0.0.1", dashboard_address=None,
+                               silence_logs=logging.CRITICAL)
+        client = Client(cluster)
+        client.wait_for_workers(int(n_workers), timeout=120)
     return cluster, client
+
+
+MAX_WORKERS = 256  # emulated workers on one host (threads or processes)
+
+# Dask settings of the emulated cluster. Every worker normally runs a statistical
+# profiler (a thread sampling it every 10 ms) and a system monitor (psutil every
+# 0.5 s); with dozens of workers in one process these alone saturate the host's
+# cores and the shared event loop. They are switched off (profiler) or slowed
+# down (monitor) here — for the dispatcher and the plain client.submit reference
+# alike. lost-worker-timeout: see local_cluster.
+_LEAN = {
+    "distributed.deploy.lost-worker-timeout": "600s",
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "5s",
+}
+
+
+def _quiet() -> None:
+    """Silence distributed's loggers and its port warnings (they would precede our own messages)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+    warnings.filterwarnings("ignore", module=r"distributed\..*", category=UserWarning)
+    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
+                 "distributed.core", "distributed.http.proxy", "distributed.deploy"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def replenish(cluster) -> None:
+    """Start the ``LocalCluster``'s missing workers again, under their old names.
+
+    ``SpecCluster`` keeps a spec per worker name; a worker whose process (and
+    nanny) is gone has a spec but no running worker, and ``scale`` to the spec's
+    size starts exactly those. Safe to call at any time.
+    """
+    def fix():  # in the cluster's event loop: no race with its own bookkeeping
+        live = {str(w.get("name")) for w in cluster.scheduler_info.get("workers", {}).values()}
+        for name in list(cluster.workers):
+            status = getattr(getattr(cluster.workers[name], "status", None), "name", "")
+            if str(name) not in live and status in ("closed", "closing", "failed", "closing_gracefully"):
+                del cluster.workers[name]
+        cluster.scale(len(cluster.worker_spec))
+
+    cluster.loop.add_callback(fix)
 
 
 def demo_rates(n_workers: int, load: float = 0.7) -> tuple[list[str], dict[str, list[float]], np.ndarray]:
@@ -73,78 +137,168 @@ def poisson_arrivals(alpha, n_tasks: int, time_unit: float, seed: Any = None) ->
 
 
 class Killer:
-    """A hook that SIGKILLs one worker process, preferring a worker that is running a task."""
+    """A hook that SIGKILLs one worker process, preferring a worker that is running a task.
 
-    def __init__(self, client, seed: Any = None):
+    With ``cluster`` (a ``LocalCluster`` with worker processes) the worker's
+    pid is read from its nanny in this process — no message to a worker that
+    may be dead or restarting, so a kill never blocks the dispatcher. Without
+    it, pids are asked from the workers once (``client.run``).
+    """
+
+    def __init__(self, client, seed: Any = None, cluster=None, limit: int | None = None):
         self.client = client
+        self.cluster = cluster
+        self.limit = limit
         self.rng = np.random.default_rng(np.random.SeedSequence(seed))
         self.killed: list[str] = []
         self.pids: dict[str, int] = {}
 
-    def __call__(self, dispatcher) -> None:
-        busy = sorted({m.address for m in dispatcher.machines.values() if m.fkey is not None})
-        pool = busy or sorted({m.address for m in dispatcher.machines.values()})
-        if not pool:
-            return
-        addr = pool[int(self.rng.integers(len(pool)))]
+    def _pid(self, addr, pool):
+        if self.cluster is not None:
+            for nanny in list(self.cluster.workers.values()):
+                if getattr(nanny, "worker_address", None) == addr:
+                    return _safe_pid(nanny)
+            return None
         if addr not in self.pids:  # ask every live worker once (a dead one could make run() wait)
             try:
                 self.pids.update(self.client.run(os.getpid, workers=pool))
             except Exception:  # a worker went away meanwhile
-                return
-        pid = self.pids.pop(addr, None)
+                return None
+        return self.pids.pop(addr, None)
+
+    def __call__(self, dispatcher) -> None:
+        if self.limit is not None and len(self.killed) >= self.limit:
+            return
+        busy = sorted({m.address for m in dispatcher.machines.values() if m.n_out > 0})
+        pool = busy or sorted({m.address for m in dispatcher.machines.values()})
+        if self.cluster is not None:  # only workers whose process is alive right now
+            alive = {getattr(n, "worker_address", None) for n in list(self.cluster.workers.values())
+                     if _safe_pid(n) is not None}
+            pool = [a for a in busy if a in alive] or [a for a in pool if a in alive]
+        if not pool:
+            return
+        addr = pool[int(self.rng.integers(len(pool)))]
+        pid = self._pid(addr, pool)
         if pid is None:
             return
         if pid == os.getpid():
             raise ModelError("kill: workers run in this process; use a cluster with processes=True")
-        os.kill(pid, signal.SIGKILL)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # already gone
+            return
         self.killed.append(addr)
         dispatcher.events.append({"t": time.time(), "event": "killed", "address": addr, "pid": pid})
 
 
+def _safe_pid(nanny):
+    try:
+        return nanny.pid
+    except Exception:  # noqa: BLE001 - a nanny in transition
+        return None
+
+
+MAX_TASKS = 1_000_000   # demo/bench tasks per run (memory and run time stay small)
+MAX_RATE = 100_000.0    # demo arrivals per second
+
+
+def check_demo_args(policy: str, workers: int, tasks: int, kill: int, seed: int, load: float, rate: float,
+                    scheduler: str | None = None) -> None:
+    """Validate the demo's arguments before anything starts (one line naming the option and value)."""
+    from ..sim.pull_policies import policy_code
+
+    policy_code(policy)
+    _int_arg("workers", workers, 1, MAX_WORKERS)
+    _int_arg("tasks", tasks, 1, MAX_TASKS)
+    _int_arg("kill", kill, 0, 100_000)
+    _int_arg("seed", seed, 0, 2**63 - 1)
+    if not (isinstance(load, (int, float)) and math.isfinite(load) and 0 < load < 1):
+        raise ModelError(f"--load: offered load 1/lambda* must lie in (0, 1) (1 or more is unstable), got {load!r}")
+    if not (isinstance(rate, (int, float)) and math.isfinite(rate) and 0 < rate <= MAX_RATE):
+        raise ModelError(f"--rate: tasks per second must lie in (0, {MAX_RATE:g}], got {rate!r}")
+    if kill and scheduler is not None:
+        raise ModelError("--kill: only for the embedded LocalCluster (not with --scheduler)")
+
+
+def _int_arg(name, v, lo, hi):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ModelError(f"--{name}: expected an integer, got {v!r}")
+    if not lo <= v <= hi:
+        raise ModelError(f"--{name}: must lie in [{lo}, {hi:,}], got {v!r}")
+
+
+def demo_spec(policy, workers, tasks, seed, load, rate) -> str:
+    """Hash of what defines the demo's tasks (a journal belongs to one demo configuration)."""
+    import hashlib
+    import json
+
+    doc = {"demo": 1, "policy": str(policy).lower(), "workers": int(workers), "tasks": int(tasks),
+           "seed": int(seed), "load": float(load), "rate": float(rate)}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
 def run_demo(policy: str = "lpas-dg", workers: int = 4, tasks: int = 200, kill: int = 0, *, seed: int = 2009,
              load: float = 0.7, rate: float = 100.0, scheduler: str | None = None, journal: str | None = None,
-             progress=None) -> dict:
+             progress=None, prefetch: float = 0.0, worker_wait: float = 60.0, timeout: float | None = None) -> dict:
     """Run ``tasks`` emulated tasks on ``workers`` heterogeneous workers; kill ``kill`` of them on the way.
 
     ``rate``: mean task arrivals per second (fixes the time unit: ``sum(alpha)/rate``
     seconds). Kills happen at evenly spaced times during the arrival period;
-    the killed workers' nannies restart them (with processes). Returns the
-    ``hetsched dispatch demo`` JSON.
+    the killed workers' nannies restart them (with processes), and workers
+    still missing after 5 s are started again (:func:`replenish`).
+
+    With ``journal``: task ``k`` is the ``k``-th arrival of the seeded stream.
+    A rerun on the same journal (same arguments; another configuration is
+    refused) re-queues the accepted unfinished tasks and releases only the
+    arrivals not yet accepted, at their original spacing — nothing is run or
+    reported twice. ``timeout`` (default ``max(120, 20 x arrival span)`` s) and
+    ``worker_wait`` bound the run; if either ends it, ``success`` is false and
+    ``lost`` counts the unfinished tasks. Returns the ``hetsched dispatch demo`` JSON.
     """
-    from ..sim.pull_policies import policy_code
     from .dispatcher import Dispatcher, Emulation
 
-    policy_code(policy)  # fail before starting a cluster
-    if tasks < 1:
-        raise ModelError(f"tasks: need at least 1 task, got {tasks!r}")
-    if kill < 0:
-        raise ModelError(f"kill: must be >= 0, got {kill!r}")
-    if kill and scheduler is not None:
-        raise ModelError("kill: only for the embedded LocalCluster (not with --scheduler)")
-    if not rate > 0:
-        raise ModelError(f"rate: must be > 0 tasks per second, got {rate!r}")
+    check_demo_args(policy, workers, tasks, kill, seed, load, rate, scheduler)
+    spec = demo_spec(policy, workers, tasks, seed, load, rate)
+    if journal is not None:  # refuse a bad journal before starting a cluster
+        from .journal import Journal
+
+        Journal(journal, ["c1", "c2", "c3", "c4"], spec=spec).close()
+    _quiet()
     cluster = None
     if scheduler is None:
         cluster, client = local_cluster(workers, processes=kill > 0)
     else:
         from distributed import Client
 
-        client = Client(scheduler, timeout=30)
+        try:
+            client = Client(scheduler, timeout=30)
+        except Exception as exc:  # noqa: BLE001 - unreachable address: one line
+            raise ModelError(f"--scheduler: cannot reach the Dask scheduler at {scheduler!r}: {exc}") from None
+    killer = None
     try:
         names = [str(w.get("name", a)) for a, w in client.scheduler_info(n_workers=-1)["workers"].items()]
         classes, rates, alpha = demo_rates(len(names), load)
         rates = {n: rates[str(k)] for k, n in enumerate(sorted(names, key=_natural))}
         time_unit = float(alpha.sum()) / rate
         arrivals = poisson_arrivals(alpha, tasks, time_unit, seed)
-        span = arrivals[-1][0]
-        killer = Killer(client, seed=[seed, 1])
-        hooks = [(span * (k + 1) / (kill + 1), killer) for k in range(kill)]
         d = Dispatcher(client, classes, rates, policy=policy, alpha=alpha, time_unit=time_unit,
-                       emulation=Emulation(rates, {}, time_unit), journal=journal, timeout_factor=20.0,
-                       timeout_min=2.0)
-        res = d.run(arrivals, hooks=hooks, progress=progress, timeout=max(120.0, 20 * span))
-        d.close()
+                       emulation=Emulation(rates, {}, time_unit), journal=journal, journal_spec=spec,
+                       timeout_factor=20.0, timeout_min=2.0, prefetch=prefetch, worker_wait=worker_wait,
+                       replenish=None if cluster is None else (lambda: replenish(cluster)))
+        resumed = d.next_id  # arrivals 0..next_id-1 were accepted by an earlier run
+        rest = arrivals[resumed:]
+        if rest:
+            t0 = rest[0][0]
+            rest = [(off - t0, c, k, p) for off, c, k, p in rest]
+        span = rest[-1][0] if rest else 0.0
+        killer = Killer(client, seed=[seed, 1], cluster=cluster)
+        hooks = [(span * (k + 1) / (kill + 1), killer) for k in range(kill)]
+        try:
+            res = d.run(rest, hooks=hooks, progress=progress,
+                        timeout=timeout if timeout is not None else max(120.0, 20 * span))
+            counts = d.journal.counts() if d.journal is not None else None
+        finally:
+            d.close()
     finally:
         client.close()
         if cluster is not None:
@@ -153,13 +307,17 @@ def run_demo(policy: str = "lpas-dg", workers: int = 4, tasks: int = 200, kill: 
         "policy": res.policy, "workers": len(names), "tasks": tasks, "kill": kill, "killed": len(killer.killed),
         "submitted": res.submitted, "completed": res.completed, "failed": res.failed, "lost": res.lost,
         "resubmitted": res.resubmitted, "duplicates_ignored": res.duplicates_ignored, "timeouts": res.timeouts,
+        "resumed": resumed, "restored": sum(e.get("tasks", 0) for e in res.events if e["event"] == "restored"),
+        "journal_counts": counts,
         "mean_response": res.mean_response, "mean_response_units": res.mean_response / time_unit,
         "time_unit": time_unit, "lambda": res.lam, "lp_solves": res.lp_solves,
         "per_class": [dict(pc, mean_response_units=pc["mean_response"] / time_unit) for pc in res.per_class],
         "overhead": res.overhead,
         "dispatch_ms_per_task": 1000 * (res.decision_seconds + res.submit_seconds) / max(1, res.extra["attempts"]),
         "wall_seconds": res.wall_seconds, "success": res.success, "message": res.message,
-        "membership_events": [e for e in res.events if e["event"] in ("left", "joined", "killed", "timeout")],
+        "replenish_calls": res.extra["replenish_calls"],
+        "membership_events": [e for e in res.events if e["event"] in ("left", "joined", "killed", "timeout",
+                                                                      "replenish")],
     }
     return out
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-__all__ = ["execute", "KIND_CALL", "KIND_SHELL", "KIND_EMULATE"]
+__all__ = ["execute", "execute_batch", "KIND_CALL", "KIND_SHELL", "KIND_EMULATE"]
 
 KIND_CALL = 0      # payload = (fn, args, kwargs)
 KIND_SHELL = 1     # payload = command string (run by /bin/sh) or argv list
@@ -40,3 +40,12 @@ def execute(kind: int, payload, seconds: float = 0.0):
     except Exception as exc:  # user error: reported, not retried
         return t4, time.time(), False, f"{type(exc).__name__}: {exc}"
     return t4, time.time(), True, value
+
+
+def execute_batch(items):
+    """Run ``[(kind, payload, seconds), ...]`` one after the other; a list of :func:`execute` results.
+
+    One Dask task carries a batch of tasks decided for this worker (prefetch):
+    Dask's per-task cost (scheduling, messages) is paid once per batch.
+    """
+    return [execute(kind, payload, seconds) for kind, payload, seconds in items]
