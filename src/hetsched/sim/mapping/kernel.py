@@ -1,102 +1,78 @@
-"""Compiled event loop of the immediate-mode mapping model (thesis §1.3.1, §2.2.2).
+"""Compiled replication kernel of the immediate-mode mapping model (thesis §1.3.1, §2.2.2).
 
-Compiled, no checks: :mod:`hetsched.sim.mapping` validates and builds the
-arrays. No Python runs per event.
+Compiled, no checks: :mod:`.model` validates and builds the arrays. No Python
+runs per event. Built on the simulation core: the event list of
+:mod:`hetsched.sim.core.events` (slot ``i`` = next arrival of class ``i``,
+priority 1; slot ``N + j`` = completion at machine ``j``, priority 0, so at
+equal times completions come first), the xoshiro streams of
+:mod:`hetsched.sim.core.rng`, the variates of :mod:`hetsched.sim.core.variates`
+and the segment averages of :mod:`hetsched.sim.core.instability`.
 
 Design (the performance tricks, named where they are made):
 
-* **Event list** — a binary heap of at most ``N + M`` slots: one pending
-  arrival per class and one pending completion per machine. Keys are
-  ``(time, priority, sequence)``: at equal times completions (priority 0) come
-  before arrivals (priority 1), then insertion order. An arrival *replaces* the
-  heap top with the next arrival of its class (one sift-down instead of a pop
-  and a push).
 * **FCFS queues** — one ring buffer per machine (class, unit size, arrival
   time), capacity the power of two above the instability bound (allocated,
   not touched: memory is committed only for the slots used). Arrays are never
   re-bound inside the loop, which keeps reference counting out of it.
-* **Expected completion time** ``1/mu_ij + sum_i' Q_i'j / mu_i'j`` — the machine
-  workload ``W_j`` is recomputed from the integer counts ``Q_.j`` whenever they
-  change, in a fixed order, so two machines with equal counts have bit-equal
-  workloads (exact ties); when every rate is a small rational the weights are
-  integers (``L / mu_ij`` with ``L`` a common multiple) and sums are exact.
+* **Expected completion time** ``1/mu_ij + sum_i' Q_i'j / mu_i'j`` — when every
+  rate is a small rational the weights are integers (``L / mu_ij`` with ``L``
+  a common multiple) and the running sums are exact (exact ties); otherwise the
+  machine workload ``W_j`` is recomputed from the integer counts ``Q_.j`` in a
+  fixed order whenever they change, so machines with equal counts have
+  bit-equal workloads.
+* **Ties** — the tied machines are collected during the scan and one is drawn
+  uniformly (one draw from the tie stream) for ``random``; the exact-weight,
+  lowest-index case takes a branch-free scan over gathered weights.
 * **Common random numbers** — the size ``X`` (unit mean) of the ``k``-th task
   of class ``i`` comes from class ``i``'s own execution stream and is drawn at
   arrival; its execution time on machine ``j`` is ``X / mu_ij``. Arrivals of
-  class ``i`` use stream ``i``; policy sampling and tie-breaking have their
+  class ``i`` use stream ``i``; the policy's draws and tie-breaking have their
   own streams. So two policies see the same arrivals and the same task sizes.
+* **User policies** — :func:`make_user_kernel` compiles this same function
+  with the global ``_user_select`` bound to the user's compiled function: the
+  call is a direct (inlinable) call, specialised once per policy per process.
+  The built-in kernel binds it to a stub and is cached on disk.
 * **Time averages** are accumulated lazily: per class only when that class's
   count changes.
 """
 
 from __future__ import annotations
 
+import types as _pytypes
+
 import numpy as np
 from numba import njit
 
-from ._rng import expo, uniform
+from ..core.events import ev_cancel, ev_new, ev_schedule
+from ..core.instability import NSEG, seg_close, seg_new, seg_observe
+from ..core.rng import below, expo, uniform
+from ..core.variates import DET, EXP, draw
 
 # policy codes (see policies.py)
-MET, MCT, KPB, LPAS, LPAS2K, LPSTATIC, GLPAS, GLPAS2K = 0, 1, 2, 3, 4, 5, 6, 7
-# execution-time distributions
-D_EXP, D_DET, D_HYPER, D_GENERAL = 0, 1, 2, 3
+MET, MCT, KPB, LPAS, LPAS2K, LPSTATIC, GLPAS, GLPAS2K, USER = 0, 1, 2, 3, 4, 5, 6, 7, 8
 # tie rules
 TIE_LOWEST, TIE_HIGHEST, TIE_RANDOM = 0, 1, 2
 # status
-ST_OK, ST_BOUND, ST_EXHAUSTED = 0, 1, 2
-
-NSEG = 10
-_PRIO = np.int64(1) << np.int64(50)
-
-
-@njit(cache=True)
-def _less(ta, ka, tb, kb):
-    return ta < tb or (ta == tb and ka < kb)
+ST_OK, ST_BOUND, ST_EXHAUSTED, ST_BAD_CHOICE = 0, 1, 2, 3
+# out_int layout
+O_STATUS, O_EVENTS, O_ARRIVALS, O_COMPLETIONS, O_CONTACTED, O_BINDS, O_PEAK, O_BAD_CLASS, O_BAD_VALUE = range(9)
+O_DONE = 9  # completions per class start here
+# streams
+#   0..N-1 arrivals of class i, N..2N-1 sizes of class i, 2N policy, 2N+1 ties
+PRIO_COMPLETION, PRIO_ARRIVAL = 0, 1
 
 
-@njit(cache=True)
-def _sift_down(ht, hk, hc, size, k, t, key, code):
-    while True:
-        l = 2 * k + 1
-        if l >= size:
-            break
-        m = l
-        if l + 1 < size and _less(ht[l + 1], hk[l + 1], ht[l], hk[l]):
-            m = l + 1
-        if not _less(ht[m], hk[m], t, key):
-            break
-        ht[k] = ht[m]
-        hk[k] = hk[m]
-        hc[k] = hc[m]
-        k = m
-    ht[k] = t
-    hk[k] = key
-    hc[k] = code
-
-
-@njit(cache=True)
-def _push(ht, hk, hc, size, t, key, code):
-    k = size
-    while k > 0:
-        p = (k - 1) >> 1
-        if not _less(t, key, ht[p], hk[p]):
-            break
-        ht[k] = ht[p]
-        hk[k] = hk[p]
-        hc[k] = hc[p]
-        k = p
-    ht[k] = t
-    hk[k] = key
-    hc[k] = code
-    return size + 1
+def n_streams(N: int) -> int:
+    return 2 * N + 2
 
 
 @njit(cache=True, inline="always")
-def _argmin_ect(i, lst, row, cnt, W, w, use_state, tie, st, s_tie, tol):
+def _argmin_ect(i, lst, row, cnt, W, w, use_state, tie, st, s_tie, tol, buf):
     """Machine of ``lst[row, :cnt]`` (ascending indices) with least expected completion time.
 
     (2-D list + row index rather than a row slice: a slice would cost a
-    reference-count update per call in the hot loop.)
+    reference-count update per call in the hot loop.) Ties: within relative
+    ``tol`` (0 when the weights are exact integers).
     """
     best = lst[row, 0]
     bv = w[i, best]
@@ -105,6 +81,7 @@ def _argmin_ect(i, lst, row, cnt, W, w, use_state, tie, st, s_tie, tol):
     lo = bv - tol * bv  # below lo: strictly better; up to hi: a tie
     hi = bv + tol * bv
     nt = 1
+    buf[0] = best
     for k in range(1, cnt):
         j = lst[row, k]
         v = w[i, j]
@@ -116,13 +93,15 @@ def _argmin_ect(i, lst, row, cnt, W, w, use_state, tie, st, s_tie, tol):
             lo = bv - tol * bv
             hi = bv + tol * bv
             nt = 1
-        elif v <= hi:
-            if tie == TIE_HIGHEST:
-                best = j
-            elif tie == TIE_RANDOM:
-                nt += 1
-                if uniform(st, s_tie) * nt <= 1.0:  # reservoir: uniform among ties
-                    best = j
+            buf[0] = j
+        elif v <= hi and tie != TIE_LOWEST:
+            buf[nt] = j
+            nt += 1
+    if nt > 1:
+        if tie == TIE_RANDOM:
+            best = buf[below(st, s_tie, nt)]
+        else:
+            best = buf[nt - 1]
     return best
 
 
@@ -161,10 +140,10 @@ def _sample(i, lst, row, cnt, pw, total, skip, st, s_pol):
 
 
 @njit(cache=True)
-def _two_choices(i, lst, row, cnt, pw, W, w, tie, st, s_pol, s_tie, tol, pair):
+def _two_choices(i, lst, row, cnt, pw, W, w, tie, st, s_pol, s_tie, tol, pair, buf):
     """Power of two choices among ``lst[row, :cnt]`` with weights ``pw`` (LPAS-2/k, §2.3.1)."""
     if cnt <= 2:
-        return _argmin_ect(i, lst, row, cnt, W, w, True, tie, st, s_tie, tol)
+        return _argmin_ect(i, lst, row, cnt, W, w, True, tie, st, s_tie, tol, buf)
     total = 0.0
     for k in range(cnt):
         total += pw[i, lst[row, k]]
@@ -176,44 +155,52 @@ def _two_choices(i, lst, row, cnt, pw, W, w, tie, st, s_pol, s_tie, tol, pair):
     else:
         pair[0, 0] = j2
         pair[0, 1] = j1
-    return _argmin_ect(i, pair, 0, 2, W, w, True, tie, st, s_tie, tol)
+    return _argmin_ect(i, pair, 0, 2, W, w, True, tie, st, s_tie, tol, buf)
 
 
 @njit(cache=True)
-def run_mapping(
+def _no_user_policy(i, mu, n, work, u):
+    """Stub bound in the built-in kernel (never called: built-in codes only)."""
+    return -1
+
+
+_user_select = _no_user_policy
+
+
+def _run_mapping(
     policy, alpha, mu, w, tol, cand, ncand, pw, pi, cmat,
-    dist, hp, gen, horizon, warmup, max_in_system, tie, st, out_q, out_resp, out_seg, out_int, out_assigned,
+    dist, dpar, gen, horizon, warmup, max_in_system, tie, st, out_q, out_resp, out_seg, out_int, out_assigned,
 ):
     """Simulate one replication; compiled, no checks, writes the ``out_*`` arrays.
 
     ``out_q[i]`` time-average number of class ``i`` on ``[warmup, horizon]``;
     ``out_resp[i]`` sum of completion times of class ``i`` tasks arrived after
     ``warmup`` and finished before ``horizon``; ``out_seg`` time-average total
-    number in system on ``NSEG`` equal segments; ``out_int`` = [status, events,
-    arrivals, completions, contacted, binds, peak, completions per class...].
+    number in system on ``NSEG`` equal segments; ``out_int`` see ``O_*``.
     """
     N = alpha.shape[0]
     M = mu.shape[1]
     exact = tol == 0.0
     fast = exact and tie == TIE_LOWEST
+    user = policy == USER
     wc = np.zeros(cand.shape, np.float64)
     for i in range(N):
         for k in range(ncand[i]):
             wc[i, k] = w[i, cand[i, k]]
+    # 1/mu with 0 where a machine cannot run a class: the user policy's workloads
+    winv = np.zeros((N, M), np.float64)
+    for i in range(N):
+        for j in range(M):
+            if mu[i, j] > 0.0:
+                winv[i, j] = 1.0 / mu[i, j]
     s_pol = 2 * N
     s_tie = 2 * N + 1
-    # --- event heap
-    H = N + M
-    ht = np.empty(H, np.float64)
-    hk = np.empty(H, np.int64)
-    hc = np.empty(H, np.int64)
-    size = 0
-    seq = np.int64(0)
+    ev = ev_new(N + M)
     for i in range(N):
-        size = _push(ht, hk, hc, size, expo(st, i) / alpha[i], _PRIO + seq, i)
-        seq += 1
-    # --- queues (ring buffers)
-    # capacity for the bound: pages are committed only when touched, so an
+        ev_schedule(ev, i, expo(st, i) / alpha[i], PRIO_ARRIVAL)
+    ht = ev.ht
+    hs = ev.hs
+    # --- queues (ring buffers); pages are committed only when touched, so an
     # unused capacity costs address space, not memory
     cap = 64
     while cap < max_in_system + 2:
@@ -225,6 +212,7 @@ def run_mapping(
     qlen = np.zeros(M, np.int64)
     Q = np.zeros((N, M), np.int64)
     W = np.zeros(M, np.float64)
+    work = np.zeros(M, np.float64)
     assigned = np.zeros((N, M), np.int64)
     arrived = np.zeros(N, np.int64)
     ncls = np.zeros(N, np.int64)
@@ -234,36 +222,22 @@ def run_mapping(
     gpos = np.zeros(N, np.int64)
     tmp = np.empty((1, M), np.int64)
     pair = np.empty((1, 2), np.int64)
+    buf = np.empty(M, np.int64)
+    sg = seg_new(warmup, horizon)
     n = 0
     peak = 0
     events = 0
     contacted = 0
     binds = 0
     status = ST_OK
-    # --- segments for the trend test
-    seg_len = (horizon - warmup) / NSEG
-    seg = 0
-    seg_end = warmup + seg_len
-    seg_area = 0.0
-    tlast = warmup
     t = 0.0
     while True:
         t = ht[0]
         if t > horizon:
             break
-        code = hc[0]
+        code = hs[0]
         events += 1
-        # total-number path on the segments (only after the warm-up)
-        if t > warmup:
-            while t > seg_end and seg < NSEG - 1:
-                seg_area += n * (seg_end - tlast)
-                out_seg[seg] = seg_area / seg_len
-                seg_area = 0.0
-                tlast = seg_end
-                seg += 1
-                seg_end = warmup + (seg + 1) * seg_len
-            seg_area += n * (t - tlast)
-            tlast = t
+        seg_observe(sg, t, n)
         if code < N:
             # ---------------- arrival of class i
             i = code
@@ -272,17 +246,24 @@ def run_mapping(
                 if fast:
                     j = _argmin_fast(i, cand, ncand[i], W, wc)
                 else:
-                    j = _argmin_ect(i, cand, i, ncand[i], W, w, True, tie, st, s_tie, tol)
+                    j = _argmin_ect(i, cand, i, ncand[i], W, w, True, tie, st, s_tie, tol, buf)
                 contacted += ncand[i]
+            elif user:
+                j = _user_select(i, mu, qlen, work, uniform(st, s_pol))
+                if j < 0 or j >= M or not mu[i, j] > 0.0:
+                    status = ST_BAD_CHOICE
+                    out_int[O_BAD_CLASS] = i
+                    out_int[O_BAD_VALUE] = j
+                    break
             elif policy == MET:
-                j = _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, tol)
+                j = _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, tol, buf)
             elif policy == LPSTATIC:
                 total = 0.0
                 for k in range(ncand[i]):
                     total += pw[i, cand[i, k]]
                 j = _sample(i, cand, i, ncand[i], pw, total, -1, st, s_pol)
             elif policy == LPAS2K:
-                j = _two_choices(i, cand, i, ncand[i], pw, W, w, tie, st, s_pol, s_tie, tol, pair)
+                j = _two_choices(i, cand, i, ncand[i], pw, W, w, tie, st, s_pol, s_tie, tol, pair, buf)
                 contacted += min(ncand[i], 2)
             else:
                 # Guided-LPAS(-2/k), §2.4: T_i(t) = {j in S_i : a_ij(t-) < pi_ij a_i(t) + C_ij sqrt(t)}
@@ -298,36 +279,33 @@ def run_mapping(
                         tmp[0, k] = cand[i, k]
                     cnt = ncand[i]
                 if policy == GLPAS:
-                    j = _argmin_ect(i, tmp, 0, cnt, W, w, True, tie, st, s_tie, tol)
+                    j = _argmin_ect(i, tmp, 0, cnt, W, w, True, tie, st, s_tie, tol, buf)
                     contacted += cnt
                     if cnt < ncand[i]:
                         # binds when the unrestricted LPAS choice is excluded by (iii)
-                        jl = _argmin_ect(i, cand, i, ncand[i], W, w, True, TIE_LOWEST, st, s_tie, tol)
-                        jg = _argmin_ect(i, tmp, 0, cnt, W, w, True, TIE_LOWEST, st, s_tie, tol)
+                        jl = _argmin_ect(i, cand, i, ncand[i], W, w, True, TIE_LOWEST, st, s_tie, tol, buf)
+                        jg = _argmin_ect(i, tmp, 0, cnt, W, w, True, TIE_LOWEST, st, s_tie, tol, buf)
                         if W[jl] + w[i, jl] < W[jg] + w[i, jg] - tol * (W[jg] + w[i, jg]):
                             binds += 1
                 else:
-                    j = _two_choices(i, tmp, 0, cnt, pw, W, w, tie, st, s_pol, s_tie, tol, pair)
+                    j = _two_choices(i, tmp, 0, cnt, pw, W, w, tie, st, s_pol, s_tie, tol, pair, buf)
                     contacted += min(cnt, 2)
                     if cnt < ncand[i]:
                         binds += 1
             assigned[i, j] += 1
             # task size (unit mean), from class i's execution stream
-            if dist == D_EXP:
+            if dist == EXP:
                 x = expo(st, N + i)
-            elif dist == D_DET:
+            elif dist == DET:
                 x = 1.0
-            elif dist == D_HYPER:
-                u = uniform(st, N + i)
-                e = expo(st, N + i)
-                x = e / hp[1] if u <= hp[0] else e / hp[2]
+            elif dist < 4:
+                x = draw(st, N + i, dist, dpar)
             else:
                 if gpos[i] >= gen.shape[1]:
                     status = ST_EXHAUSTED
                     break
                 x = gen[i, gpos[i]]
                 gpos[i] += 1
-            # enqueue at j (grow the ring buffers if needed)
             p = (head[j] + qlen[j]) & (cap - 1)
             qc[j, p] = i
             qx[j, p] = x
@@ -348,12 +326,15 @@ def run_mapping(
                 for c in range(N):
                     acc += Q[c, j] * w[c, j]
                 W[j] = acc
-            # next arrival of class i replaces the heap top
-            _sift_down(ht, hk, hc, size, 0, t + expo(st, i) / alpha[i], _PRIO + seq, i)
-            seq += 1
+            if user:
+                acc = 0.0
+                for c in range(N):
+                    acc += Q[c, j] * winv[c, j]
+                work[j] = acc
+            # next arrival of class i: the top slot moves down (one sift-down)
+            ev_schedule(ev, i, t + expo(st, i) / alpha[i], PRIO_ARRIVAL)
             if qlen[j] == 1:
-                size = _push(ht, hk, hc, size, t + x / mu[i, j], seq, N + j)
-                seq += 1
+                ev_schedule(ev, N + j, t + x / mu[i, j], PRIO_COMPLETION)
             if n > max_in_system:
                 status = ST_BOUND
                 break
@@ -380,13 +361,16 @@ def run_mapping(
                 for cc in range(N):
                     acc += Q[cc, j] * w[cc, j]
                 W[j] = acc
+            if user:
+                acc = 0.0
+                for cc in range(N):
+                    acc += Q[cc, j] * winv[cc, j]
+                work[j] = acc
             if qlen[j] > 0:
                 p = head[j]
-                _sift_down(ht, hk, hc, size, 0, t + qx[j, p] / mu[qc[j, p], j], seq, code)
-                seq += 1
+                ev_schedule(ev, code, t + qx[j, p] / mu[qc[j, p], j], PRIO_COMPLETION)
             else:
-                size -= 1
-                _sift_down(ht, hk, hc, size, 0, ht[size], hk[size], hc[size])
+                ev_cancel(ev, code)
     # --- close the time averages at the end (horizon, or the stopping time)
     t_end = horizon if status == ST_OK else max(t, warmup)
     span = max(t_end - warmup, 1e-300)
@@ -395,23 +379,38 @@ def run_mapping(
             area[i] += ncls[i] * (t_end - max(last[i], warmup))
         out_q[i] = area[i] / span
     if status == ST_OK:
-        while seg < NSEG - 1:
-            seg_area += n * (seg_end - tlast)
-            out_seg[seg] = seg_area / seg_len
-            seg_area = 0.0
-            tlast = seg_end
-            seg += 1
-            seg_end = warmup + (seg + 1) * seg_len
-        seg_area += n * (horizon - tlast)
-        out_seg[seg] = seg_area / seg_len
-    out_int[0] = status
-    out_int[1] = events
-    out_int[2] = arrived.sum()
-    out_int[3] = done_c.sum()
-    out_int[4] = contacted
-    out_int[5] = binds
-    out_int[6] = peak
+        seg_close(sg, horizon, n, out_seg)
+    out_int[O_STATUS] = status
+    out_int[O_EVENTS] = events
+    out_int[O_ARRIVALS] = arrived.sum()
+    out_int[O_COMPLETIONS] = done_c.sum()
+    out_int[O_CONTACTED] = contacted
+    out_int[O_BINDS] = binds
+    out_int[O_PEAK] = peak
     for i in range(N):
-        out_int[7 + i] = done_c[i]
+        out_int[O_DONE + i] = done_c[i]
         for m in range(M):
             out_assigned[i, m] = assigned[i, m]
+
+
+run_mapping = njit(cache=True)(_run_mapping)
+
+_USER_KERNELS: dict[str, object] = {}
+
+
+def make_user_kernel(user) -> object:
+    """The kernel specialised for a :class:`~.policies.MappingPolicy` (once per policy per process).
+
+    Not cached on disk: the function body is shared by every user policy, so a
+    disk-cache entry could not tell two user policies apart.
+    """
+    k = _USER_KERNELS.get(user.token)
+    if k is None:
+        fn = user.compiled()
+        g = dict(_run_mapping.__globals__)
+        g["_user_select"] = fn
+        body = _pytypes.FunctionType(_run_mapping.__code__, g, "run_mapping_" + "".join(
+            ch if ch.isalnum() else "_" for ch in user.name), _run_mapping.__defaults__, _run_mapping.__closure__)
+        k = njit(cache=False)(body)
+        _USER_KERNELS[user.token] = k
+    return k

@@ -1,0 +1,110 @@
+"""The one instability rule of every simulator.
+
+A replication is **unstable** when either
+
+1. **bound** — the number in system exceeded a bound (default
+   :func:`default_bound`, ``max(10000, 1000 M)``): the kernel stops there, so
+   an unstable run never hangs or exhausts memory; or
+2. **trend** — the time-average number in system on ``NSEG = 10`` equal
+   segments of ``[warmup, horizon]`` both *keeps growing* (at least 7 of the 9
+   successive segment averages increase) and *has grown* (the last fifth of
+   the run averages more than twice the second and third tenths, plus 5
+   tasks; the first tenth is the transient from an empty system).
+
+A stable system, even a heavily loaded one whose number in system wanders
+slowly (System 2.A, lambda* = 1.02), rarely satisfies both parts of 2; an
+unstable one grows roughly linearly and satisfies both.
+
+A configuration (all replications) is unstable when **any** replication hit
+the bound or **more than half** show the trend (:func:`verdict`).
+
+Kernels keep the segment averages with :func:`seg_new`, :func:`seg_observe`
+(call it at every event, *before* the number in system changes) and
+:func:`seg_close` (compiled, no checks; the state is one float array).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["NSEG", "default_bound", "trend_unstable", "verdict", "seg_new", "seg_observe", "seg_close"]
+
+NSEG = 10
+
+# state layout of the segment accumulator: averages in [0, NSEG), then
+_SEG, _END, _AREA, _LAST, _LEN, _WARM = NSEG, NSEG + 1, NSEG + 2, NSEG + 3, NSEG + 4, NSEG + 5
+_SIZE = NSEG + 6
+
+
+def default_bound(M: int) -> int:
+    """Bound on the number in system: ``max(10000, 1000 M)`` for ``M`` machines."""
+    return int(max(10_000, 1_000 * int(M)))
+
+
+def trend_unstable(seg) -> bool:
+    """Part 2 of the rule on the ``NSEG`` segment averages ``seg``."""
+    seg = np.asarray(seg, float)
+    if seg.size < 4 or not np.all(np.isfinite(seg)):
+        return False
+    ascents = int(np.sum(np.diff(seg) > 0))
+    early = float(np.mean(seg[1:3]))
+    late = float(np.mean(seg[-2:]))
+    # NSEG = 10: 7 of the 9 successive averages increase
+    return ascents >= math.ceil(0.7 * (seg.size - 1)) and late > 2.0 * early + 5.0
+
+
+def verdict(hit_bound, trend) -> tuple[bool, int, int]:
+    """``(unstable, n_bound, n_trend)`` of a configuration from per-replication flags."""
+    hb = [bool(x) for x in hit_bound]
+    tr = [bool(x) for x in trend]
+    n_bound, n_trend = sum(hb), sum(tr)
+    return (n_bound > 0 or n_trend > len(tr) / 2), n_bound, n_trend
+
+
+@njit(cache=True)
+def seg_new(warmup, horizon):
+    """Segment accumulator for ``[warmup, horizon]``."""
+    sg = np.zeros(_SIZE)
+    ln = (horizon - warmup) / NSEG
+    sg[_SEG] = 0.0
+    sg[_END] = warmup + ln
+    sg[_LAST] = warmup
+    sg[_LEN] = ln
+    sg[_WARM] = warmup
+    return sg
+
+
+@njit(cache=True, inline="always")
+def seg_observe(sg, t, n):
+    """Time ``t`` reached with ``n`` in system since the previous call."""
+    if t > sg[_WARM]:
+        while t > sg[_END] and sg[_SEG] < NSEG - 1:
+            _seg_flush(sg, n)
+        sg[_AREA] += n * (t - sg[_LAST])
+        sg[_LAST] = t
+
+
+@njit(cache=True)
+def _seg_flush(sg, n):
+    s = int(sg[_SEG])
+    sg[_AREA] += n * (sg[_END] - sg[_LAST])
+    sg[s] = sg[_AREA] / sg[_LEN]
+    sg[_AREA] = 0.0
+    sg[_LAST] = sg[_END]
+    sg[_SEG] = s + 1
+    sg[_END] = sg[_WARM] + (s + 2) * sg[_LEN]
+
+
+@njit(cache=True)
+def seg_close(sg, horizon, n, out):
+    """Close the run at ``horizon`` with ``n`` in system; write the ``NSEG`` averages to ``out``."""
+    while sg[_SEG] < NSEG - 1:
+        _seg_flush(sg, n)
+    s = int(sg[_SEG])
+    sg[_AREA] += n * (horizon - sg[_LAST])
+    sg[s] = sg[_AREA] / sg[_LEN]
+    for k in range(NSEG):
+        out[k] = sg[k]
