@@ -3,7 +3,7 @@
 For each setting (HiHi, LoHi, HiLo, LoLo) and case (MFD/MPD = machines fully /
 partially dedicated, FD/FE = failures disabled / enabled) the same system is
 
-* simulated (:func:`hetsched.sim.desktop.run_desktop`, LPAS_DG): ``Sim`` is the
+* simulated (:func:`hetsched.sim.desktop.simulate`, LPAS_DG): ``Sim`` is the
   95 % confidence interval of the mean response time per class;
 * run for real by :class:`hetsched.dispatch.Dispatcher` on a loopback Dask
   ``LocalCluster`` (one worker process per machine group, one thread per
@@ -140,11 +140,14 @@ def run_setting(client, setting: str, case: str, *, time_unit: float, duration: 
 
 
 def _predict(setting, case, reps, horizon, opts) -> dict:
-    from ..sim.desktop import run_desktop
+    from ..sim.desktop import simulate
 
     workers = opts.workers if opts.workers is not None else (1 if opts.quick else None)  # no pool start-up
-    return run_desktop(mgst_system(setting, case), "lpas-dg", reps=reps, seed=opts.seed, workers=workers,
-                       progress=False, horizon=horizon)
+    res = simulate(mgst_system(setting, case), "lpas-dg", reps=reps, seed=opts.seed, workers=workers,
+                   progress=False, horizon=horizon)
+    none2 = [None, None]
+    return {"mean": res.mean, "ci": list(res.ci), "unstable": res.unstable,
+            "per_class": [{"mean": pc.get("mean"), "ci": pc.get("ci") or none2} for pc in res.per_class]}
 
 
 def run(opts: RunOptions) -> ExperimentResult:
