@@ -97,7 +97,8 @@ def _print(out: dict) -> None:
         for other in ("Q", "W"):
             if other != metric and pc.get(other) is not None:
                 parts.append(f"{other} {_fmt(pc[other])}")
-        typer.echo(f"  class {pc['class']}: " + "   ".join(parts))
+        if parts:  # an unstable configuration has no per-class numbers
+            typer.echo(f"  class {pc['class']}: " + "   ".join(parts))
     extra = []
     if out.get("contacted") is not None and out.get("contacted_formula") is not None:
         extra.append(f"machines contacted per arrival {out['contacted']:.3f} (formula {out['contacted_formula']:.3f})")

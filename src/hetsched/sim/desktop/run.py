@@ -184,13 +184,22 @@ def _capacity_verdict(p: Prepared, seed) -> SimResult | None:
     if not (lam == lam and lam < 1.0):
         return None
     msg = (f"unstable: no policy can keep up -- the allocation LP with each machine's long-run capacity "
-           f"a_j E[up]/(E[up]+E[down]) gives lambda* = {lam:.4g} < 1 (arrivals exceed {100 * lam:.1f} % of "
+           f"a_j E[up]/(E[up]+E[down]) gives lambda* = {lam:.4g} < 1 (the arrivals are {100 / lam:.1f} % of "
            f"what the machines can serve); not simulated")
     return SimResult(status=STATUS_UNSTABLE, message=msg, policy=p.policy, metric="W", mean=float("nan"),
                      ci=(float("nan"), float("nan")),
                      per_class=[{"class": i + 1, "mean": None, "ci": None} for i in range(p.N)], events=0,
                      wall_seconds=0.0, model="desktop", scenario=p.scenario, reps=0, horizon=p.horizon, seed=seed,
                      options=p.options, extra={"lambda_capacity": lam})
+
+
+def _warm(p: Prepared) -> None:
+    """One empty replication of ``p`` in this process (horizon 1e-9)."""
+    from dataclasses import replace
+
+    fopt = p.model[-1].copy()
+    fopt[0] = 1e-9  # kernel.F_HORIZON
+    replication(seed_sequence(0), replace(p, model=p.model[:-1] + (fopt,), horizon=1e-9, warmup=0.0))
 
 
 def warm_up_kernels() -> None:
@@ -256,6 +265,7 @@ def simulate(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed:
     early = _capacity_verdict(p, seed)
     if early is not None:
         return early
+    _warm(p)  # compile or load the kernel here, so that wall_seconds is the simulation's
     t0 = time.perf_counter()
     runs = replicate(replication, p, reps, seed, workers=workers, backend=backend, scheduler=scheduler,
                      progress=progress, label=f"{system.id} {p.policy}")
