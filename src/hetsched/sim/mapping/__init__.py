@@ -22,10 +22,10 @@ Policies: :mod:`.policies` (built-in registry, ties, user-written policies
 with :func:`mapping_policy`).
 """
 
-from .model import default_bound, integer_weights, prepare
+from .model import default_bound, ect_weights, prepare
 from .policies import DEFAULT_TIE, POLICIES, TIE_RULES, MappingPolicy, get_policy, mapping_policy
 from .run import instability_rule, replication, simulate, simulate_cli, summarize, warm_up_kernels
 
-__all__ = ["simulate", "prepare", "replication", "summarize", "integer_weights", "instability_rule",
+__all__ = ["simulate", "prepare", "replication", "summarize", "ect_weights", "instability_rule",
            "default_bound", "warm_up_kernels", "simulate_cli", "mapping_policy", "MappingPolicy", "POLICIES",
            "TIE_RULES", "DEFAULT_TIE", "get_policy"]
