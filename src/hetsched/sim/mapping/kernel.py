@@ -32,10 +32,12 @@ Design (the performance tricks, named where they are made):
   arrival; its execution time on machine ``j`` is ``X / mu_ij``. Arrivals of
   class ``i`` use stream ``i``; the policy's draws and tie-breaking have their
   own streams. So two policies see the same arrivals and the same task sizes.
-* **User policies** — :func:`make_user_kernel` compiles this same function
-  with the global ``_user_select`` bound to the user's compiled function: the
-  call is a direct (inlinable) call, specialised once per policy per process.
-  The built-in kernel binds it to a stub and is cached on disk.
+* **Policies** — the arrival's machine comes from ``_select``: in the
+  built-in kernel (cached on disk) :func:`_builtin_select`, one branch per
+  policy code; :func:`make_user_kernel` compiles this same loop again with
+  ``_select`` bound to a selection that calls the user's compiled function
+  (a direct, inlined call; the built-in policies are not compiled into it),
+  once per policy per process.
 * **Time averages** are accumulated lazily: per class only when that class's
   count changes.
 """
@@ -157,13 +159,63 @@ def _two_choices(i, lst, row, cnt, pw, W, w, tie, st, s_pol, s_tie, pair, buf):
     return _argmin_ect(i, pair, 0, 2, W, w, True, tie, st, s_tie, buf)
 
 
-@njit(cache=True)
-def _no_user_policy(i, mu, n, work, u):
-    """Stub bound in the built-in kernel (never called: built-in codes only)."""
-    return -1
+@njit(cache=True, inline="always")
+def _builtin_select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+                    tmp, pair, buf, assigned, arrived, pi, cmat, pw):
+    """Machine for a class-``i`` arrival under a built-in policy; ``(j, contacted, binds)`` increments."""
+    if policy == MCT or policy == KPB or policy == LPAS:
+        if fast:
+            return _argmin_fast(i, cand, ncand[i], W, wc), ncand[i], 0
+        return _argmin_ect(i, cand, i, ncand[i], W, w, True, tie, st, s_tie, buf), ncand[i], 0
+    if policy == MET:
+        return _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, buf), 0, 0
+    if policy == LPSTATIC:
+        total = 0.0
+        for k in range(ncand[i]):
+            total += pw[i, cand[i, k]]
+        return _sample(i, cand, i, ncand[i], pw, total, -1, st, s_pol), 0, 0
+    if policy == LPAS2K:
+        return _two_choices(i, cand, i, ncand[i], pw, W, w, tie, st, s_pol, s_tie, pair, buf), min(ncand[i], 2), 0
+    # Guided-LPAS(-2/k), §2.4: T_i(t) = {j in S_i : a_ij(t-) < pi_ij a_i(t) + C_ij sqrt(t)}
+    # (``arrived[i]`` already counts this arrival: a_i(t); ``assigned`` is a_ij(t-))
+    rt = np.sqrt(t)
+    cnt = 0
+    for k in range(ncand[i]):
+        jj = cand[i, k]
+        if assigned[i, jj] < pi[i, jj] * arrived[i] + cmat[i, jj] * rt:
+            tmp[0, cnt] = jj
+            cnt += 1
+    if cnt == 0:  # cannot happen in exact arithmetic (sum_j pi_ij = 1); guard rounding
+        for k in range(ncand[i]):
+            tmp[0, k] = cand[i, k]
+        cnt = ncand[i]
+    binds = 0
+    if policy == GLPAS:
+        j = _argmin_ect(i, tmp, 0, cnt, W, w, True, tie, st, s_tie, buf)
+        if cnt < ncand[i]:
+            # binds when the unrestricted LPAS choice is excluded by (iii)
+            jl = _argmin_ect(i, cand, i, ncand[i], W, w, True, TIE_LOWEST, st, s_tie, buf)
+            jg = _argmin_ect(i, tmp, 0, cnt, W, w, True, TIE_LOWEST, st, s_tie, buf)
+            if W[jl] + w[i, jl] < W[jg] + w[i, jg]:
+                binds = 1
+        return j, cnt, binds
+    j = _two_choices(i, tmp, 0, cnt, pw, W, w, tie, st, s_pol, s_tie, pair, buf)
+    return j, min(cnt, 2), 1 if cnt < ncand[i] else 0
 
 
-_user_select = _no_user_policy
+# the selection the kernel calls; make_user_kernel compiles the kernel again with a user's
+_select = _builtin_select
+
+
+def _user_selector(fn):
+    """A selection with the signature of :func:`_builtin_select` that calls the user's compiled ``fn``."""
+
+    @njit(inline="always")
+    def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+               tmp, pair, buf, assigned, arrived, pi, cmat, pw):
+        return fn(i, mu, qlen, W, uniform(st, s_pol)), 0, 0
+
+    return select
 
 
 def _run_mapping(
@@ -242,56 +294,16 @@ def _run_mapping(
             # ---------------- arrival of class i
             i = code
             arrived[i] += 1
-            if policy == MCT or policy == KPB or policy == LPAS:
-                if fast:
-                    j = _argmin_fast(i, cand, ncand[i], W, wc)
-                else:
-                    j = _argmin_ect(i, cand, i, ncand[i], W, w, True, tie, st, s_tie, buf)
-                contacted += ncand[i]
-            elif user:
-                j = _user_select(i, mu, qlen, W, uniform(st, s_pol))
+            j, dc, db = _select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+                                tmp, pair, buf, assigned, arrived, pi, cmat, pw)
+            contacted += dc
+            binds += db
+            if user:
                 if j < 0 or j >= M or not mu[i, j] > 0.0:
                     status = ST_BAD_CHOICE
                     out_int[O_BAD_CLASS] = i
                     out_int[O_BAD_VALUE] = j
                     break
-            elif policy == MET:
-                j = _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, buf)
-            elif policy == LPSTATIC:
-                total = 0.0
-                for k in range(ncand[i]):
-                    total += pw[i, cand[i, k]]
-                j = _sample(i, cand, i, ncand[i], pw, total, -1, st, s_pol)
-            elif policy == LPAS2K:
-                j = _two_choices(i, cand, i, ncand[i], pw, W, w, tie, st, s_pol, s_tie, pair, buf)
-                contacted += min(ncand[i], 2)
-            else:
-                # Guided-LPAS(-2/k), §2.4: T_i(t) = {j in S_i : a_ij(t-) < pi_ij a_i(t) + C_ij sqrt(t)}
-                rt = np.sqrt(t)
-                cnt = 0
-                for k in range(ncand[i]):
-                    jj = cand[i, k]
-                    if assigned[i, jj] < pi[i, jj] * arrived[i] + cmat[i, jj] * rt:
-                        tmp[0, cnt] = jj
-                        cnt += 1
-                if cnt == 0:  # cannot happen in exact arithmetic (sum_j pi_ij = 1); guard rounding
-                    for k in range(ncand[i]):
-                        tmp[0, k] = cand[i, k]
-                    cnt = ncand[i]
-                if policy == GLPAS:
-                    j = _argmin_ect(i, tmp, 0, cnt, W, w, True, tie, st, s_tie, buf)
-                    contacted += cnt
-                    if cnt < ncand[i]:
-                        # binds when the unrestricted LPAS choice is excluded by (iii)
-                        jl = _argmin_ect(i, cand, i, ncand[i], W, w, True, TIE_LOWEST, st, s_tie, buf)
-                        jg = _argmin_ect(i, tmp, 0, cnt, W, w, True, TIE_LOWEST, st, s_tie, buf)
-                        if W[jl] + w[i, jl] < W[jg] + w[i, jg]:
-                            binds += 1
-                else:
-                    j = _two_choices(i, tmp, 0, cnt, pw, W, w, tie, st, s_pol, s_tie, pair, buf)
-                    contacted += min(cnt, 2)
-                    if cnt < ncand[i]:
-                        binds += 1
             assigned[i, j] += 1
             # task size (unit mean), from class i's execution stream
             if dist == EXP:
@@ -407,7 +419,7 @@ def make_user_kernel(user) -> object:
     if k is None:
         fn = user.compiled()
         g = dict(_run_mapping.__globals__)
-        g["_user_select"] = fn
+        g["_select"] = _user_selector(fn)
         body = _pytypes.FunctionType(_run_mapping.__code__, g, "run_mapping_" + "".join(
             ch if ch.isalnum() else "_" for ch in user.name), _run_mapping.__defaults__, _run_mapping.__closure__)
         k = njit(cache=False)(body)

@@ -236,12 +236,13 @@ def simulate(
 _CLI_OPTIONS = {"k", "dist", "tie", "warmup", "C", "scv", "lp_solution", "max_in_system"}
 
 
-def simulate_cli(system, policy, *, reps: int, horizon: float, seed: int, workers: int | None,
+def simulate_cli(system, policy, *, reps: int, horizon: float | None, seed: int, workers: int | None,
                  backend: str, scheduler: str | None, progress: bool, options: dict) -> SimResult:
     """Model entry for ``hetsched simulate`` (see :mod:`hetsched.sim`): a :class:`SimResult`."""
     bad = sorted(set(options) - _CLI_OPTIONS)
     if bad:
         raise ModelError(f"option(s) {', '.join('--' + b for b in bad)} do not apply to policy {policy!r} "
                          f"(mapping model)")
-    return simulate(system, policy, reps=reps, horizon=horizon, seed=seed, workers=workers,
+    return simulate(system, policy, reps=reps, horizon=20_000.0 if horizon is None else horizon, seed=seed,
+                    workers=workers,
                     backend=backend, scheduler=scheduler, progress=progress, **options)
