@@ -138,7 +138,13 @@ def simulate(system, policy, *, reps: int = 30, horizon: float | None = None, se
     entry = model.load_entry()
     out = entry(sysm, key, reps=reps, horizon=horizon, seed=seed, workers=workers, backend=backend,
                 scheduler=scheduler, progress=progress, options=options)
-    return _as_result(out, model.name)
+    res = _as_result(out, model.name)
+    if isinstance(out, dict):  # entries not yet on the core leave these out
+        res.horizon = res.horizon if res.horizon is not None else horizon
+        res.seed = res.seed if res.seed is not None else seed
+        res.reps = res.reps or reps
+        res.scenario = res.scenario or sysm.id
+    return res
 
 
 def pull_policy(*args, **kwargs):
