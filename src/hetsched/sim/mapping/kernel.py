@@ -38,8 +38,10 @@ Design (the performance tricks, named where they are made):
   ``_select`` bound to a selection that calls the user's compiled function
   (a direct, inlined call; the built-in policies are not compiled into it),
   once per policy per process.
-* **Time averages** are accumulated lazily: per class only when that class's
-  count changes.
+* **Time averages** per class are sums of the tasks' times in system within
+  ``[warmup, end]`` (added at completion, and for the tasks left at the end),
+  so an event costs no per-class bookkeeping; the total number in system goes
+  into the segment averages of the instability rule.
 """
 
 from __future__ import annotations
@@ -267,8 +269,6 @@ def _run_mapping(
     W = np.zeros(M, np.float64)  # work_j: the user policy's ``work``
     assigned = np.zeros((N, M), np.int64)
     arrived = np.zeros(N, np.int64)
-    ncls = np.zeros(N, np.int64)
-    last = np.zeros(N, np.float64)
     area = np.zeros(N, np.float64)
     done_c = np.zeros(N, np.int64)
     gpos = np.zeros(N, np.int64)
@@ -330,10 +330,6 @@ def _run_mapping(
                 qn[tail[j]] = p
             tail[j] = p
             qlen[j] += 1
-            if t > warmup:
-                area[i] += ncls[i] * (t - max(last[i], warmup))
-            last[i] = t
-            ncls[i] += 1
             n += 1
             if n > peak:
                 peak = n
@@ -364,10 +360,8 @@ def _run_mapping(
             qn[p] = free
             free = p
             qlen[j] -= 1
-            if t > warmup:
-                area[c] += ncls[c] * (t - max(last[c], warmup))
-            last[c] = t
-            ncls[c] -= 1
+            if t > warmup:  # time this task spent in system within [warmup, t]
+                area[c] += t - max(qa[p], warmup)
             n -= 1
             Q[c, j] -= 1
             if incremental:
@@ -385,9 +379,13 @@ def _run_mapping(
     # --- close the time averages at the end (horizon, or the stopping time)
     t_end = horizon if status == ST_OK else max(t, warmup)
     span = max(t_end - warmup, 1e-300)
+    if t_end > warmup:  # tasks still in system at the end
+        for j in range(M):
+            p = head[j]
+            for _ in range(qlen[j]):
+                area[qc[p]] += t_end - max(qa[p], warmup)
+                p = qn[p]
     for i in range(N):
-        if t_end > warmup:
-            area[i] += ncls[i] * (t_end - max(last[i], warmup))
         out_q[i] = area[i] / span
     if status == ST_OK:
         seg_close(sg, horizon, n, out_seg)
