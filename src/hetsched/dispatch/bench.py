@@ -77,7 +77,7 @@ def run_bench(workers: int, tasks: int, *, processes: bool = False, prefetch: fl
               journal: bool = True, repeats: int = 3, max_prefetch: int = 64) -> dict:
     """The ``hetsched dispatch bench`` JSON (module docstring)."""
     from ..errors import ModelError
-    from ..sim.pull_policies import policy_code
+    from ..policies.pull import policy_code
     from .emulate import MAX_TASKS, MAX_WORKERS, local_cluster
 
     policy_code(policy)

@@ -12,7 +12,7 @@ model (one task at a time). Each has estimated nominal execution rates
 ``mu'_ij`` per class (given per worker name) and a CPU availability ``a_j``.
 
 *Decisions.* When a machine is idle, the policy's selection rule — the same
-plain-Python :func:`hetsched.sim.pull_policies.select_class` the simulator
+plain-Python :func:`hetsched.policies.pull.select_class` the simulator
 compiles — picks the class whose head-of-line task it receives; the task is
 submitted to that worker only (``workers=[address]``,
 ``allow_other_workers=False``). Idle machines are served longest-idle first.
@@ -83,7 +83,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import ModelError, UnstableError
-from ..sim.pull_policies import LPAS_DG, LPAS_DG_ROBUST, policy_code, select_class
+from ..policies.pull import LPAS_DG, LPAS_DG_ROBUST, policy_code, select_class
 from .journal import JournalWriteError
 from .worker import KIND_CALL, KIND_EMULATE, KIND_SHELL, execute_batch
 

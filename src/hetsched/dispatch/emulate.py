@@ -205,7 +205,7 @@ MAX_RATE = 100_000.0    # demo arrivals per second
 def check_demo_args(policy: str, workers: int, tasks: int, kill: int, seed: int, load: float, rate: float,
                     scheduler: str | None = None) -> None:
     """Validate the demo's arguments before anything starts (one line naming the option and value)."""
-    from ..sim.pull_policies import policy_code
+    from ..policies.pull import policy_code
 
     policy_code(policy)
     _int_arg("workers", workers, 1, MAX_WORKERS)

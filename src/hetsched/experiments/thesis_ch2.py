@@ -140,7 +140,8 @@ def run_table_21(opts: RunOptions) -> ExperimentResult:
         + ", ".join(f"{s} {k}" for s, k in KPB_KBAR.items() if s in systems)
         + " (smallest stable or the value named in the text; see docs/simulation.md).",
         "'unstable (x?)': the number in system grew through the run (or hit the bound); x is not a steady-state value.",
-        "Ties between machines with equal expected completion time: lowest index (--tie in `hetsched simulate`).",
+        "Ties between machines with equal expected completion time: uniformly random among the tied machines "
+        "(the default; --tie lowest|highest in `hetsched simulate`).",
     ]
     return ExperimentResult("thesis-table-2.1", rows, "\n".join(lines), [fig], notes,
                             {"reps": reps, "horizon": horizon, "seed": opts.seed, "kbar": KPB_KBAR})

@@ -1,7 +1,7 @@
 """Thesis chapter 3 (desktop grids): Tables 3.2-3.6, 3.11, 3.12, 3.14, §3.4.4, Figures 3.1-3.4.
 
 Every table cell is ``R`` independent replications (thesis: 30 replications of
-20,000 time units) of :func:`hetsched.sim.desktop.simulate_desktop`; ``W`` is
+20,000 time units) of :func:`hetsched.sim.desktop.simulate`; ``W`` is
 the mean task completion time, ``acc`` the relative half-width of its 95 %
 confidence interval, ``Delta`` the improvement over Gcmu,
 ``(W_Gcmu - W) / W_Gcmu``. ``--quick`` keeps the shape with 2 replications of a
@@ -33,10 +33,17 @@ def _cfg(opts: RunOptions, reps: int = THESIS_REPS, horizon: float = THESIS_HORI
 
 
 def _run(system, policy, reps, horizon, opts, **model) -> dict:
-    from ..sim.desktop import run_desktop
+    from ..sim.desktop import simulate
 
-    return run_desktop(system, policy, reps=reps, seed=opts.seed, workers=opts.workers, backend=opts.backend,
-                       scheduler=opts.scheduler, progress=opts.progress, horizon=horizon, **model)
+    if "tie" in opts.extra and "tie" not in model:
+        model["tie"] = opts.extra["tie"]
+    res = simulate(system, policy, reps=reps, seed=opts.seed, workers=opts.workers, backend=opts.backend,
+                   scheduler=opts.scheduler, progress=opts.progress, horizon=horizon, **model)
+    nan = float("nan")
+    return {"policy": res.policy, "mean": res.mean, "accuracy": res.rel_half_width, "unstable": res.unstable,
+            "reps": res.reps, "message": res.message,
+            "per_class": [{"class": pc["class"], "mean": nan if pc.get("mean") is None else pc["mean"]}
+                          for pc in res.per_class]}
 
 
 def _row(label: dict, s: dict, w_ref: float | None) -> dict:
@@ -62,7 +69,8 @@ def _fmt_table(title: str, rows: list[dict], keys: list[str]) -> str:
         cells += [f"{w:>9s}", f"{100 * r['acc']:9.2f}", f"{r['Delta']:9.2f}"]
         cells += [f"{r.get(k, float('nan')):9.3f}" for k in wcols]
         lines.append("  ".join(cells))
-    lines.append("('!' = unstable run: queues grew through the run; the number is not a steady-state mean)")
+    lines.append("('!' = unstable: queues grew through the run or a replication stopped at the bound; "
+                 "not a steady-state mean)")
     return "\n".join(lines)
 
 

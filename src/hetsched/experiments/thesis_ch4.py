@@ -67,7 +67,7 @@ def table_4_1(opts: RunOptions) -> ExperimentResult:
             "accuracy": None if r.unstable else r.rel_half_width,
         }
         for pc in r.per_class:
-            row[f"W{pc['class']}"] = None if r.unstable else pc["W"]
+            row[f"W{pc['class']}"] = None if r.unstable else pc["mean"]
         row["X"] = r.messages
         row["X_accuracy"] = (r.messages_ci[1] - r.messages) / r.messages if r.messages else 0.0
         row["Delta"] = None if not x_mct else 1.0 - r.messages / x_mct
@@ -158,8 +158,8 @@ def fig_4_2_4_3(opts: RunOptions) -> ExperimentResult:
         res = {pol: _run(s, pol, opts, reps, horizon) for pol in ("mct", "lpas-dec")}
         m, d = res["mct"], res["lpas-dec"]
         labels = ["W"] + [f"W{i + 1}" for i in range(s.N)] + ["X"]
-        vals_m = [m.mean] + [pc["W"] for pc in m.per_class] + [m.messages]
-        vals_d = [d.mean] + [pc["W"] for pc in d.per_class] + [d.messages]
+        vals_m = [m.mean] + [pc["mean"] for pc in m.per_class] + [m.messages]
+        vals_d = [d.mean] + [pc["mean"] for pc in d.per_class] + [d.messages]
         for lab, vm, vd in zip(labels, vals_m, vals_d):
             rows.append({"system": sid, "figure": fig_no, "metric": lab, "MCT": vm, "LPAS_dec": vd,
                          "relative": (vd / vm) if (vm and vd is not None and vm is not None) else None,

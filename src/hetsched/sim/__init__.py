@@ -15,11 +15,14 @@ imported only when one of its policies is simulated (so ``hetsched --help``
 never loads numba). The entry has the signature::
 
     entry(system, policy, *, reps, horizon, seed, workers, backend, scheduler,
-          progress, options: dict) -> dict
+          progress, options: dict) -> SimResult
 
-and returns the JSON object of the command-line contract (keys at least
-``policy``, ``metric``, ``mean``, ``ci``, ``per_class``, ``unstable``,
-``events``, ``wall_seconds``; ``messages`` for models with message exchange).
+and returns the one result type, :class:`hetsched.sim.core.result.SimResult`,
+whose ``as_dict()`` is the JSON object of the command-line contract (keys at
+least ``policy``, ``metric``, ``mean``, ``ci``, ``per_class``, ``unstable``,
+``events``, ``wall_seconds``, ``status``, ``success``, ``message``;
+``messages`` for models with message exchange). (Entries not yet moved to
+the core may still return that dict; the CLI accepts both.)
 ``options`` holds the model options given on the command line that are not
 ``None`` (``k``, ``dist``, ``tie``, ``warmup``, ...); an entry raises
 :class:`~hetsched.errors.ModelError` for an option it does not understand.
@@ -38,7 +41,9 @@ them in ``shared_policies`` with an ``applies`` predicate (``"module:function"``
 Such modules are discovered on the first lookup; nothing else needs editing.
 
 Models shipped here: ``mapping`` (immediate-mode cluster mapping, thesis
-ch. 2: :mod:`hetsched.sim.mapping`).
+ch. 2: :mod:`hetsched.sim.mapping`). Every model is built on the simulation
+core :mod:`hetsched.sim.core` (event list, random streams, variates,
+instability rule, result type).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from .._cliutil import emit_json, guard
+from .core.seeds import DEFAULT_SEED
 
 
 def register(app: typer.Typer) -> None:
@@ -25,7 +26,7 @@ def simulate_cmd(
                                "guided-lpas, guided-lpas-2k."),
     reps: int = typer.Option(30, "--reps", help="Independent replications."),
     horizon: float = typer.Option(20000.0, "--horizon", help="Simulated time units per replication."),
-    seed: int = typer.Option(2009, "--seed", help="Seed of the SeedSequence spawned per replication."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the SeedSequence spawned per replication."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Local worker processes (default: all cores)."),
     backend: str = typer.Option("local", "--backend", help="local or dask."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:port)."),
@@ -33,7 +34,7 @@ def simulate_cmd(
     arrivals: Optional[str] = typer.Option(None, "--arrivals", help="Arrival-rate variant of the scenario."),
     case: Optional[int] = typer.Option(None, "--case", help="Failure/availability case of the scenario."),
     dist: Optional[str] = typer.Option(None, "--dist", help="Execution times: exp, det or hyperexp (default: the scenario's)."),
-    tie: Optional[str] = typer.Option(None, "--tie", help="Ties between equally good machines: lowest (default), highest, random."),
+    tie: Optional[str] = typer.Option(None, "--tie", help="Ties between equally good machines: random (default), lowest, highest."),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="Delete [0, warmup) from the statistics (default 0)."),
     c: Optional[float] = typer.Option(None, "--c", help="Guided-LPAS constant C_ij (same for all i, j; default 1)."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -52,8 +53,10 @@ def simulate_cmd(
     options = {name: v for name, v in (("k", k), ("dist", dist), ("tie", tie), ("warmup", warmup), ("C", c))
                if v is not None}
     entry = model.load_entry()
-    out = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
+    res = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
                 backend=backend, scheduler=scheduler, progress=not (json_out or no_progress), options=options)
+    # models return the one result type (hetsched.sim.core.result.SimResult); older entries a dict
+    out = res if isinstance(res, dict) else res.as_dict()
     for key, val in (("scenario", system.id), ("reps", reps), ("horizon", horizon), ("seed", seed)):
         out.setdefault(key, val)
     if json_out:
@@ -82,20 +85,22 @@ def _print(out: dict) -> None:
         typer.echo(f"  {name}: {_fmt(out['mean'])}  95% CI [{_fmt(lo)}, {_fmt(hi)}]"
                    + (f"  (+-{100 * rel:.2f}%)" if rel is not None else ""))
     for pc in out.get("per_class", []):
-        if pc.get("Q") is None and pc.get("Q_untrusted") is not None:
-            typer.echo(f"  class {pc['class']}: Q ({_fmt(pc['Q_untrusted'])}?)   W ({_fmt(pc.get('W_untrusted'))}?)")
+        untrusted = {k[: -len("_untrusted")]: v for k, v in pc.items() if k.endswith("_untrusted")}
+        if untrusted:
+            typer.echo(f"  class {pc['class']}: " + "   ".join(f"{k} ({_fmt(v)}?)" for k, v in untrusted.items()
+                                                           if k != "mean"))
             continue
         parts = []
-        if pc.get("Q") is not None:
-            parts.append(f"Q {_fmt(pc['Q'])}")
-        w = pc.get("W", pc.get("mean"))
-        if w is not None:
-            parts.append(f"W {_fmt(w)}")
-        if pc.get("ci"):
-            parts.append(f"[{_fmt(pc['ci'][0])}, {_fmt(pc['ci'][1])}]")
-        typer.echo(f"  class {pc['class']}: " + "   ".join(parts))
+        if pc.get("mean") is not None:  # the metric, with its CI
+            parts.append(f"{metric} {_fmt(pc['mean'])}"
+                         + (f" [{_fmt(pc['ci'][0])}, {_fmt(pc['ci'][1])}]" if pc.get("ci") else ""))
+        for other in ("Q", "W"):
+            if other != metric and pc.get(other) is not None:
+                parts.append(f"{other} {_fmt(pc[other])}")
+        if parts:  # an unstable configuration has no per-class numbers
+            typer.echo(f"  class {pc['class']}: " + "   ".join(parts))
     extra = []
-    if "contacted" in out:
+    if out.get("contacted") is not None and out.get("contacted_formula") is not None:
         extra.append(f"machines contacted per arrival {out['contacted']:.3f} (formula {out['contacted_formula']:.3f})")
     if out.get("binds"):
         extra.append(f"Guided-LPAS (iii) binds {out['binds']:.1f} times per replication")

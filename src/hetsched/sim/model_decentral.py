@@ -15,6 +15,6 @@ def has_per_machine_streams(system) -> bool:
     return system.alpha_matrix is not None
 
 
-register_model(Model("decentral", ("lpas-dec",), "W", "hetsched.sim.decentral:simulate_cli",
+register_model(Model("decentral", ("lpas-dec",), "W", "hetsched.sim.decentral.run:simulate_cli",
                      shared_policies=("mct", "kpb"),
                      applies="hetsched.sim.model_decentral:has_per_machine_streams"))

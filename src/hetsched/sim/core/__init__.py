@@ -38,13 +38,24 @@ Interfaces
     ``repr``, ``_repr_html_``); ``from_replications(...)``,
     ``per_class_entry(i, main, **others)``.
 
-Importing this package loads numba (the compiled pieces); the public API
-(``import hetsched``) imports it only when a simulation runs.
+Importing this package does not load numba (``seeds`` and ``result`` are
+plain Python; the compiled modules load on first use), so the command line
+and ``import hetsched`` stay light.
 """
 
-from .instability import NSEG, default_bound, trend_unstable, verdict
 from .result import STATUS_OK, STATUS_UNSTABLE, SimResult, from_replications, per_class_entry
-from .rng import DEFAULT_SEED, make_streams, seed_sequence
+from .seeds import DEFAULT_SEED, seed_sequence
 
 __all__ = ["NSEG", "DEFAULT_SEED", "SimResult", "STATUS_OK", "STATUS_UNSTABLE", "default_bound", "from_replications",
            "make_streams", "per_class_entry", "seed_sequence", "trend_unstable", "verdict"]
+
+_LAZY = {"NSEG": "instability", "default_bound": "instability", "trend_unstable": "instability",
+         "verdict": "instability", "make_streams": "rng"}
+
+
+def __getattr__(name):  # the compiled pieces load numba: import them on first use
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

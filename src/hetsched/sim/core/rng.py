@@ -21,16 +21,12 @@ thesis), used by every command and function that takes a ``seed``.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from numba import njit
 
-from ...errors import ModelError
+from .seeds import DEFAULT_SEED, seed_sequence
 
 __all__ = ["DEFAULT_SEED", "seed_sequence", "make_streams", "next_u64", "uniform", "expo", "below"]
-
-DEFAULT_SEED = 2009
 
 _U1 = np.uint64(1)
 _U11 = np.uint64(11)
@@ -38,21 +34,6 @@ _U17 = np.uint64(17)
 _U45 = np.uint64(45)
 _U19 = np.uint64(19)
 _TWO_M53 = 1.0 / 9007199254740992.0
-
-
-def seed_sequence(seed=None) -> np.random.SeedSequence:
-    """The one seed normaliser: ``None`` (the default, 2009), an int >= 0, or a ``SeedSequence``.
-
-    Raises :class:`~hetsched.errors.ModelError` naming the value for anything
-    else (a negative or non-integer seed, a string, a float).
-    """
-    if seed is None:
-        return np.random.SeedSequence(DEFAULT_SEED)
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and int(seed) >= 0:
-        return np.random.SeedSequence(int(seed))
-    raise ModelError(f"seed must be a non-negative integer (default {DEFAULT_SEED}), got {seed!r}")
 
 
 def make_streams(seed_seq: np.random.SeedSequence, n: int) -> np.ndarray:

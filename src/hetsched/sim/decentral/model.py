@@ -1,0 +1,148 @@
+"""Layer 1 of the decentralized-grid model: validate once, turn the system into the kernel's arrays."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import ModelError
+from ..core.instability import default_bound
+
+__all__ = ["prepare", "Prepared", "POLICY_CODES", "PROPAGATION", "TIES", "DEFAULT_TIE", "per_machine_alpha",
+           "OPTIONS"]
+
+POLICY_CODES = {"mct": 0, "kpb": 1, "lpas-dec": 2}
+PROPAGATION = ("messages", "instant")
+TIES = {"lowest": 0, "highest": 1, "random": 2}
+DEFAULT_TIE = "random"
+#: options :func:`prepare` takes besides ``k`` and ``horizon``
+OPTIONS = ("warmup", "inaccuracy", "rate_changes", "cpu_changes", "propagation", "include_local", "tie",
+           "max_in_system", "log")
+
+
+@dataclass
+class Prepared:
+    """Everything a replication needs (picklable): the kernel's :class:`~.kernel.Model` fields and sizes."""
+
+    policy: str
+    model: tuple  # fields of kernel.Model, in order
+    N: int
+    M: int
+    k: int | None
+    horizon: float
+    warmup: float
+    bound: int
+    log: int
+    lambda_star: float | None
+    options: dict = field(default_factory=dict)
+    scenario: str = ""
+
+
+def per_machine_alpha(system) -> np.ndarray:
+    """``N x M`` arrival rates ``alpha_ij``: ``System.alpha_matrix``, else ``alpha_i / M`` (§4.3.3)."""
+    if system.alpha_matrix is not None:
+        return np.asarray(system.alpha_matrix, dtype=float)
+    return np.repeat(system.alpha_array[:, None] / system.M, system.M, axis=1)
+
+
+def _a_choices(system) -> np.ndarray:
+    chains = [g.cpu_chain for g in system.groups]
+    if any(c is None for c in chains):
+        return np.unique(system.a)
+    return np.array([c.mean_availability() for c in chains])
+
+
+def _finite(name, v, lo, hi=None, hi_open=False, lo_open=False):
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+        raise ModelError(f"{name} must be a finite number, got {v!r}")
+    if v < lo or (lo_open and v == lo) or (hi is not None and (v > hi or (hi_open and v == hi))):
+        rng = f"{'(' if lo_open else '['}{lo:g}, {'inf' if hi is None else f'{hi:g}'}{')' if hi_open or hi is None else ']'}"
+        raise ModelError(f"{name} must lie in {rng}, got {v!r}")
+    return float(v)
+
+
+def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_000.0, warmup: float = 0.0,
+            inaccuracy: float = 0.0, rate_changes: bool | None = None, cpu_changes: bool | None = None,
+            propagation: str = "messages", include_local: bool = False, tie: str = DEFAULT_TIE,
+            max_in_system: int | None = None, log: int = 0) -> Prepared:
+    """Validate and turn ``system`` + ``policy`` into the kernel's arrays (see :func:`.run.simulate`)."""
+    from .kernel import (F_CPU_RATE, F_HORIZON, F_INACC, F_RC_RATE, F_WARMUP, I_BOUND, I_INSTANT, I_KBAR, I_LOCAL,
+                         I_POLICY, I_TIE, N_FOPT, N_IOPT)
+
+    key = str(policy).strip().lower()
+    if key not in POLICY_CODES:
+        raise ModelError(f"policy {policy!r} is not a decentralized-grid policy; known: {', '.join(POLICY_CODES)}")
+    mu0 = np.ascontiguousarray(system.mu, dtype=float)
+    N, M = mu0.shape
+    kbar = 0
+    if key == "kpb":
+        if k is None:
+            raise ModelError("policy 'kpb' needs k (k-bar, the number of machines considered per class)")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= M:
+            raise ModelError(f"k must be an integer in [1, {M}] (machines per class), got {k!r}")
+        kbar = int(k)
+    elif k is not None:
+        raise ModelError(f"option k applies to policy 'kpb' only, got k={k!r} with policy {key!r}")
+    horizon = _finite("horizon", horizon, 0.0, lo_open=True)
+    warmup = _finite("warmup", warmup, 0.0)
+    if not warmup < horizon:
+        raise ModelError(f"warmup must lie in [0, horizon), got {warmup!r}")
+    inaccuracy = _finite("inaccuracy I", inaccuracy, 0.0, 1.0, hi_open=True)
+    if propagation not in PROPAGATION:
+        raise ModelError(f"propagation must be one of {PROPAGATION}, got {propagation!r}")
+    if str(tie).lower() not in TIES:
+        raise ModelError(f"tie rule must be one of {tuple(TIES)}, got {tie!r}")
+    alpha0 = np.ascontiguousarray(per_machine_alpha(system))
+    meta = dict(system.meta or {})
+    rc_rate = float(meta.get("rate_change_rate", 0.0))
+    if rate_changes is None:
+        rate_changes = rc_rate > 0
+    if rate_changes and rc_rate <= 0:
+        raise ModelError(f"scenario {system.id!r} has no 'rate_change_rate' in its meta; rate_changes needs one")
+    alpha_levels = np.asarray(meta.get("alpha_levels", [1.0, 1.0, 1.0]), float)
+    mu_levels = np.asarray(meta.get("mu_levels", [1.0, 1.0, 1.0]), float)
+    for name, lv in (("alpha_levels", alpha_levels), ("mu_levels", mu_levels)):
+        if lv.shape != (3,) or not np.all(np.isfinite(lv)) or (lv <= 0).any():
+            raise ModelError(f"meta field '{name}': expected three positive levels, got {lv.tolist()}")
+    cpu_mean = float(meta.get("cpu_change_mean_interval", 0.0))
+    if cpu_changes is None:
+        cpu_changes = cpu_mean > 0
+    if cpu_changes and cpu_mean <= 0:
+        raise ModelError(f"scenario {system.id!r} has no 'cpu_change_mean_interval'; cpu_changes needs one")
+    a0 = np.ascontiguousarray(system.a, dtype=float)
+    bound = default_bound(M) if max_in_system is None else max_in_system
+    if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)) or bound < 1:
+        raise ModelError(f"max_in_system must be a positive integer, got {max_in_system!r}")
+    if isinstance(log, bool) or not isinstance(log, (int, np.integer)) or log < 0:
+        raise ModelError(f"log must be a non-negative integer, got {log!r}")
+    lam = None
+    try:
+        from ...lp import solve_allocation
+
+        lam = float(solve_allocation(mu0 * a0[None, :], alpha0.sum(axis=1)).lam)
+    except Exception:  # pragma: no cover - diagnostic only
+        lam = None
+    iopt = np.zeros(N_IOPT, np.int64)
+    iopt[I_POLICY] = POLICY_CODES[key]
+    iopt[I_KBAR] = kbar
+    iopt[I_LOCAL] = int(bool(include_local))
+    iopt[I_INSTANT] = int(propagation == "instant")
+    iopt[I_TIE] = TIES[str(tie).lower()]
+    iopt[I_BOUND] = int(bound)
+    fopt = np.zeros(N_FOPT)
+    fopt[F_RC_RATE] = rc_rate if rate_changes else 0.0
+    fopt[F_CPU_RATE] = 1.0 / cpu_mean if cpu_changes else 0.0
+    fopt[F_INACC] = inaccuracy
+    fopt[F_HORIZON] = horizon
+    fopt[F_WARMUP] = warmup
+    model = (alpha0, mu0, a0, np.ascontiguousarray(_a_choices(system), dtype=float), alpha_levels, mu_levels,
+             iopt, fopt)
+    options = {"k": kbar if key == "kpb" else None, "inaccuracy": inaccuracy, "propagation": propagation,
+               "include_local": bool(include_local), "tie": str(tie).lower(), "rate_changes": bool(rate_changes),
+               "cpu_changes": bool(cpu_changes), "warmup": warmup, "max_in_system": int(bound),
+               "lambda_star": lam}
+    return Prepared(policy=key, model=model, N=N, M=M, k=kbar if key == "kpb" else None, horizon=horizon,
+                    warmup=warmup, bound=int(bound), log=int(log), lambda_star=lam, options=options,
+                    scenario=str(system.id))

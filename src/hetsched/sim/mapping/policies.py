@@ -1,0 +1,209 @@
+"""Policies of the immediate-mode mapping model (thesis ch. 2): the registry and user policies.
+
+Users pick a built-in policy by name (case-insensitive, names fixed by
+DESIGN.md); inside the kernel it is the integer ``code``. The written contract
+of every policy: a class-``i`` arrival at time ``t`` is mapped at once to one
+machine (its FCFS queue), chosen as follows; ``ECT_ij = 1/mu_ij + sum_i'
+Q_i'j/mu_i'j`` is the expected completion time (§2.2.2), ``S_i = {j :
+delta*_ij > 0}`` the LPAS set from the allocation LP, ``p_ij = delta*_ij
+mu_ij / (lambda* alpha_i)``.
+
+=================  ====  =====================================================  ==========
+name               code  machine chosen                                          contacted
+=================  ====  =====================================================  ==========
+met                0     least ``1/mu_ij`` (no state)                            0
+mct                1     least ``ECT_ij`` over all machines with ``mu_ij > 0``   all
+kpb                2     least ``ECT_ij`` over the ``k`` fastest machines        ``k``
+lpas               3     least ``ECT_ij`` over ``S_i``                           ``|S_i|``
+lpas-2k            4     two machines of ``S_i`` drawn with weights ``p_ij``      2
+                         (without replacement), the one with least ``ECT_ij``
+lp-static          5     machine ``j`` with probability ``p_ij`` (2.6)           0
+guided-lpas        6     least ``ECT_ij`` over ``T_i(t) = {j in S_i :            ``|T_i|``
+                         a_ij(t-) < p_ij a_i(t) + C_ij sqrt(t)}`` (§2.4)
+guided-lpas-2k     7     as lpas-2k over ``T_i(t)``                              2
+(a user policy)    8     what the user's function returns (below)                -
+=================  ====  =====================================================  ==========
+
+Ties between machines with equal ``ECT`` (or, for MET, equal rates) follow the
+``tie`` rule: ``random`` (default: uniform among the machines tied at decision
+time, from the run's own tie-breaking stream), ``lowest`` index or ``highest``
+index. §2.1 says ties are "broken arbitrarily"; the uniform choice is the
+neutral reading (``docs/_parts/assumptions-sim.md``).
+
+User-written policies
+---------------------
+:func:`mapping_policy` turns a plain Python function
+``f(i, mu, n, work, u) -> machine`` into a :class:`MappingPolicy` that runs
+*inside* the compiled engine: ``i`` the class of the arriving task; ``mu``
+the ``N x M`` rates; ``n[j]`` the tasks at machine ``j`` (queued and
+running); ``work[j]`` the sum of ``1/mu`` over those tasks; ``u`` a
+uniform(0, 1] from the policy's own stream (drawn at every arrival). It
+returns a machine index. The function is compiled with numba (nopython), and
+the simulation kernel is specialised once per policy per process, so no Python
+runs per event. A returned index outside ``0..M-1`` or a machine with
+``mu_ij = 0`` stops the run with a :class:`~hetsched.errors.ModelError` naming
+the policy, the class and the value. A user policy breaks its own ties (with
+``u`` if it wants them random); the ``tie`` option does not apply to it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import os
+import pickle
+from dataclasses import dataclass
+
+from ...errors import ModelError
+
+__all__ = ["Policy", "POLICIES", "TIE_RULES", "DEFAULT_TIE", "USER_CODE", "get_policy", "tie_code",
+           "MappingPolicy", "mapping_policy"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    code: int
+    title: str
+    uses_lp: bool
+    needs_k: bool = False
+
+
+POLICIES: dict[str, Policy] = {
+    p.name: p
+    for p in (
+        Policy("met", 0, "MET (minimum execution time)", False),
+        Policy("mct", 1, "MCT (minimum completion time)", False),
+        Policy("kpb", 2, "KPB (k-percent best; k = number of machines)", False, needs_k=True),
+        Policy("lpas", 3, "LPAS (LP-based affinity scheduling)", True),
+        Policy("lpas-2k", 4, "LPAS-2/k (two choices within S_i)", True),
+        Policy("lp-static", 5, "LP-Static (random with probabilities (2.6))", True),
+        Policy("guided-lpas", 6, "Guided-LPAS", True),
+        Policy("guided-lpas-2k", 7, "Guided-LPAS-2/k", True),
+    )
+}
+USER_CODE = 8
+
+TIE_RULES = {"lowest": 0, "highest": 1, "random": 2}
+DEFAULT_TIE = "random"
+
+
+def get_policy(name: str) -> Policy:
+    key = str(name).strip().lower()
+    if key not in POLICIES:
+        raise ModelError(f"policy {name!r} is not a mapping policy; known: {', '.join(POLICIES)}")
+    return POLICIES[key]
+
+
+def tie_code(rule: str) -> int:
+    key = str(rule).strip().lower()
+    if key not in TIE_RULES:
+        raise ModelError(f"tie rule {rule!r} unknown; choose one of {', '.join(TIE_RULES)}")
+    return TIE_RULES[key]
+
+
+# --------------------------------------------------------------------------- user policies
+_TOKENS = itertools.count()
+
+
+class MappingPolicy:
+    """A user-written mapping policy (made by :func:`mapping_policy`).
+
+    Calling it calls the plain Python function (handy for testing it); the
+    simulator uses :meth:`compiled`. Picklable, so it travels to worker
+    processes (by value, with numba's cloudpickle), where the kernel is
+    specialised again once per process.
+    """
+
+    __hetsched_model__ = "mapping"  # hetsched.simulate routes a policy object to its model by this
+
+    def __init__(self, fn, name: str | None = None, _token: str | None = None):
+        if not callable(fn):
+            raise ModelError(f"mapping_policy needs a function f(i, mu, n, work, u), got {fn!r}")
+        try:
+            params = [p for p in inspect.signature(fn).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            params = []
+        self.fn = fn
+        self.name = str(name or getattr(fn, "__name__", "user-policy"))
+        if len(params) != 5:
+            raise ModelError(f"mapping policy {self.name!r}: expected f(i, mu, n, work, u) with 5 arguments, "
+                             f"got {len(params)}")
+        self.token = _token or f"{os.getpid()}-{next(_TOKENS)}-{id(fn)}"
+        self._compiled = None
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __call__(self, i, mu, n, work, u):
+        return self.fn(i, mu, n, work, u)
+
+    def __repr__(self) -> str:
+        return f"<mapping policy {self.name!r}>"
+
+    def __reduce__(self):
+        from numba import cloudpickle
+
+        return (_rebuild, (cloudpickle.dumps(self.fn), self.name, self.token))
+
+    def compiled(self):
+        """The numba-compiled function, checked once: it compiles and returns an integer."""
+        if self._compiled is None:
+            from numba import njit, types
+            from numba.core.errors import NumbaError
+
+            sig = (types.int64, types.float64[:, ::1], types.int64[::1], types.float64[::1], types.float64)
+            disp = njit(self.fn) if not hasattr(self.fn, "py_func") else self.fn
+            try:
+                disp.compile(sig)
+            except NumbaError as exc:
+                first = str(exc).strip().splitlines()
+                raise ModelError(f"mapping policy {self.name!r} does not compile with numba (nopython mode): "
+                                 f"{first[0] if first else exc}") from None
+            rtype = disp.nopython_signatures[-1].return_type
+            if not isinstance(rtype, types.Integer):
+                raise ModelError(f"mapping policy {self.name!r} must return a machine index (an integer), "
+                                 f"but returns {rtype}")
+            self._compiled = disp
+        return self._compiled
+
+
+def _rebuild(blob: bytes, name: str, token: str) -> MappingPolicy:
+    return MappingPolicy(pickle.loads(blob), name, _token=token)
+
+
+def mapping_policy(fn=None, *, name: str | None = None):
+    """Decorator: a Python function ``f(i, mu, n, work, u) -> machine`` becomes a mapping policy.
+
+    Usage::
+
+        @hs.mapping_policy
+        def my_mct(i, mu, n, work, u):
+            best, best_v = -1, 0.0
+            for j in range(mu.shape[1]):
+                if mu[i, j] > 0.0:
+                    v = work[j] + 1.0 / mu[i, j]
+                    if best < 0 or v < best_v:
+                        best, best_v = j, v
+            return best
+
+        res = hs.simulate(system, my_mct, reps=30, horizon=20_000, seed=1)
+
+    See the module docstring for the arguments; ``name`` defaults to the
+    function's name.
+    """
+    if fn is None:
+        return lambda f: MappingPolicy(f, name)
+    return MappingPolicy(fn, name)
+
+
+def resolve(policy) -> tuple[Policy, MappingPolicy | None]:
+    """``(Policy, user)`` for a policy name or a :class:`MappingPolicy`."""
+    if isinstance(policy, MappingPolicy):
+        return Policy(policy.name, USER_CODE, f"user policy {policy.name}", False), policy
+    if callable(policy) and not isinstance(policy, str):
+        raise ModelError(f"policy {getattr(policy, '__name__', policy)!r} is a plain function: decorate it with "
+                         f"@hetsched.mapping_policy")
+    if not isinstance(policy, str):
+        raise ModelError(f"policy must be a name or a @mapping_policy function, got {policy!r}")
+    return get_policy(policy), None
+
