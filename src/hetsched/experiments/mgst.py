@@ -169,8 +169,9 @@ def _predict(setting, case, reps, horizon, opts, fail_rate=FAIL_RATE) -> dict:
     system = mgst_system(setting, case, fail_rate)
     workers = opts.workers if opts.workers is not None else (1 if opts.quick else None)  # no pool start-up
     entry = model_for_policy("lpas-dg", system).load_entry()
-    return entry(system, "lpas-dg", reps=reps, horizon=horizon, seed=opts.seed, workers=workers,
-                 backend=opts.backend, scheduler=opts.scheduler, progress=False, options={})
+    res = entry(system, "lpas-dg", reps=reps, horizon=horizon, seed=opts.seed, workers=workers,
+                backend=opts.backend, scheduler=opts.scheduler, progress=False, options={})
+    return res.as_dict()
 
 
 def _check_options(ex: dict) -> None:

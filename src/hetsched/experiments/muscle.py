@@ -254,7 +254,9 @@ register(Experiment("muscle-fig2-batch", "Fig. 2 with the level read as a batch 
                     "seed-002 He et al., Fig. 2 (alternative reading)", run_fig2_batch,
                     params=(_N_JOBS, _NO_GA, Param("load", "float", "offered load", 0.0, 10.0, lo_open=True))))
 register(Experiment("muscle-fig3", "MUSCLE vs DLL vs WRAND: heterogeneity of cluster size",
-                    "seed-002 He et al., Fig. 3", run_fig3, params=(_N_JOBS, _NO_GA)))
+                    "seed-002 He et al., Fig. 3", run_fig3,
+                    params=(_N_JOBS, _NO_GA, Param("job_sizes", "str", "job-size range: the caption's (1, a) or Fig. 2's "
+                                                   "[1, 10]", choices=tuple(FIG3_JOB_SIZES)))))
 register(Experiment("muscle-swf", "MUSCLE vs DLL vs WRAND on a real SWF log (NASA iPSC/860)",
                     "seed-002 method on a Parallel Workloads Archive trace", run_swf,
                     params=(_N_JOBS, _NO_GA, Param("swf", "str", "SWF trace file (.swf or .swf.gz)"))))

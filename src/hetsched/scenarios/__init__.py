@@ -82,7 +82,7 @@ def _sort_key(s: str) -> tuple:
     return tuple(parts)
 
 
-def _short(s: str, n: int = 80) -> str:
+def _short(s: str, n: int = 240) -> str:
     return s if len(s) <= n else f"{s[: n // 2]}...{s[-n // 2 + 3:]} ({len(s):,} characters)"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import mm1_L
+from closed_forms import mm1_L
 
 from hetsched.errors import ModelError
 from hetsched.mdp.coalloc import (

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import mmc_W
+from closed_forms import mmc_W
 
 from hetsched.errors import ModelError
 from hetsched.scenarios import load
