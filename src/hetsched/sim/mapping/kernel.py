@@ -15,14 +15,17 @@ Design (the performance tricks, named where they are made):
   the instability bound on the number in system, not to bound x machines.
   Arrays are never re-bound inside the loop, which keeps reference counting
   out of it.
-* **Expected completion time** ``ECT_ij = work_j + 1/mu_ij`` in floating
-  point, ``work_j = sum_i' Q_i'j (1/mu_i'j)`` — exactly the arithmetic a user
-  policy does with the ``work`` array it receives (the same array), so a
-  user-written MCT reproduces the built-in one bit for bit. ``work_j`` is
-  recomputed from the integer counts ``Q_.j`` in a fixed order whenever they
-  change, so machines with equal counts have bit-equal workloads; when every
-  ``1/mu_ij`` is a short binary fraction (e.g. rates 1, 2, 4, 8) every sum is
-  exact and the running sum is updated in place instead (``incremental``).
+* **Expected completion time** ``ECT_ij = work_j + w_ij``,
+  ``work_j = sum_i' Q_i'j w_i'j`` with ``w_ij = 1/mu_ij`` in a time unit
+  ``1/L`` chosen so that, for rates that are small decimals (every thesis
+  system but 2.C2-2.H), the weights ``w_ij = L/mu_ij`` are integers: sums are
+  exact and ties are exact ties. A user policy receives ``mu_pol = mu / L``
+  and this same ``work`` array, so its ``work[j] + 1.0 / mu[i, j]`` is the
+  built-in ECT bit for bit. Otherwise (``L = 1``) ``work_j`` is recomputed
+  from the integer counts ``Q_.j`` in a fixed order whenever they change, so
+  machines with equal counts have bit-equal workloads; when every sum is exact
+  (integer weights, or ``1/mu`` short binary fractions) the running sum is
+  updated in place instead (``incremental``).
 * **Ties** — machines whose ``ECT`` values are equal (bit-equal) are tied:
   they are collected during the scan and one is drawn uniformly (one draw from
   the tie stream) for ``random``; the lowest-index case takes a plain scan over
@@ -252,7 +255,7 @@ def _user_selector(fn, uses_u: bool = True):
 
 
 def _run_mapping(
-    policy, alpha, mu, w, incremental, cand, ncand, pw, pi, cmat,
+    policy, alpha, mu, mu_pol, w, incremental, cand, ncand, pw, pi, cmat,
     dist, dpar, gen, horizon, warmup, max_in_system, tie, st, out_q, out_resp, out_seg, out_int, out_assigned,
 ):
     """Simulate one replication; compiled, no checks, writes the ``out_*`` arrays.
@@ -325,7 +328,7 @@ def _run_mapping(
             # ---------------- arrival of class i
             i = code
             arrived[i] += 1
-            j, dc, db = _select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+            j, dc, db = _select(policy, i, t, fast, cand, ncand, wc, W, w, mu_pol, qlen, tie, st, s_pol, s_tie,
                                 tmp, pair, buf, assigned, arrived, pi, cmat, pw)
             contacted += dc
             binds += db

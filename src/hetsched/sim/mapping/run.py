@@ -59,7 +59,8 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
         t0 = time.perf_counter()
         c0 = time.process_time()
         run(
-            params["code"], alpha, mu, params["w"], params["incremental"], params["cand"], params["ncand"],
+            params["code"], alpha, mu, params["mu_policy"], params["w"], params["incremental"], params["cand"],
+            params["ncand"],
             params["pw"], params["pi"], params["C"], d.code, dpar, gen,
             H, params["warmup"], params["max_in_system"], params["tie"], st,
             out_q, out_resp, out_seg, out_int, out_assigned,
@@ -131,7 +132,7 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
         runs, model="mapping", policy=params["policy"], metric="Q", key="Q", per_class=per_class,
         wall_seconds=wall, unstable=unstable, message=msg, scenario=scenario, horizon=params["horizon"], seed=seed,
         options={"k": params["k"], "tie": params["tie_name"], "dist": params["dist"].name,
-                 "warmup": params["warmup"], "incremental_sums": params["incremental"],
+                 "warmup": params["warmup"], "incremental_sums": params["incremental"], "time_scale": params["time_scale"],
                  "max_in_system": params["max_in_system"], "lambda_star": params["lam"]},
         extra={
             "unstable_reps": int(n_trend), "hit_bound_reps": int(n_bound), "warmup": params["warmup"],
