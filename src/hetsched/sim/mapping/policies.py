@@ -36,7 +36,10 @@ User-written policies
 ``f(i, mu, n, work, u) -> machine`` into a :class:`MappingPolicy` that runs
 *inside* the compiled engine: ``i`` the class of the arriving task; ``mu``
 the ``N x M`` rates; ``n[j]`` the tasks at machine ``j`` (queued and
-running); ``work[j]`` the sum of ``1/mu`` over those tasks; ``u`` a
+running); ``work[j]`` the sum of ``1/mu`` over those tasks (``mu`` and
+``work`` in the engine's time unit ``1/L``, in which every ``1/mu`` is an
+integer when the rates are small decimals, so sums and ties are exact:
+``mu`` is the system's rates divided by ``L``; ``L = 1`` otherwise); ``u`` a
 uniform(0, 1] from the policy's own stream (drawn at every arrival; skipped
 when the function never reads ``u``, since nobody could observe it). It
 returns a machine index. The function is compiled with numba (nopython), and
