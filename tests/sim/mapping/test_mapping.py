@@ -169,11 +169,16 @@ def test_kpb_candidates_are_the_k_fastest():
         assert min(mu[i, list(chosen)]) >= sorted(mu[i])[-3]
 
 
-def test_incremental_sums_only_when_exact():
-    """Rates 1, 2, 4, 8 (2.C1): 1/mu are binary fractions, every sum exact; rates 3, 10 (2.B): not."""
-    w, inc = ect_weights(load("2.C1").mu, 30_000)
-    assert inc and np.all(w * load("2.C1").mu == 1.0)
-    assert not ect_weights(load("2.B").mu, 10_000)[1]
+def test_exact_weights_and_time_scale():
+    """Small-decimal rates (2.C1: 1, 2, 4, 8; 2.B: 3, 4, 8, 10): integer weights L/mu, exact sums and ties."""
+    for sid in ("2.C1", "2.B"):
+        mu = load(sid).mu
+        w, inc, L = ect_weights(mu, 30_000)
+        assert inc and np.all(w == np.round(w)) and np.allclose(w * mu, L)
+        # a user policy sees mu / L: its 1/mu is exactly the integer weight
+        assert np.all(1.0 / (mu / L) == w)
+    w, inc, L = ect_weights(load("2.D").mu, 30_000)  # rates like 1.75, 3.95: floating point, unit scale
+    assert L == 1.0 and np.allclose(w * load("2.D").mu, 1.0)
     # in-place running sums give bit-for-bit the run that recomputes them from the counts
     p = prepare(load("2.C1"), "mct", horizon=300.0, tie="random")
     a = replication(np.random.SeedSequence(4), p)
@@ -289,3 +294,21 @@ def test_interpreted_kernel_matches_compiled():
     compiled = [replication(np.random.SeedSequence(1), prepare(load("2.D"), p, horizon=20.0, k=3))["Q"]
                 for p in ("mct", "kpb", "lpas-2k", "guided-lpas-2k", "lp-static")]
     assert interpreted == compiled
+
+
+@pytest.mark.parametrize("policy", ["mct", "lpas", "met"])
+def test_random_ties_are_uniform(policy):
+    """Light load on 3 identical machines: nearly every arrival finds all idle (a 3-way tie).
+
+    Under ``random`` each machine gets a third of the tasks (binomial bounds);
+    under ``lowest`` machine 1 gets the ties.
+    """
+    sysm = System(id="iid3", alpha=(0.01,), groups=(MachineGroup("g", 3, (10.0,)),))
+    p = prepare(sysm, policy, horizon=300_000.0, tie="random")
+    r = replication(np.random.SeedSequence(8), p)
+    n = r["arrivals"]
+    share = np.array(r["share"][0])
+    assert n > 2500
+    assert np.all(np.abs(share - 1 / 3) < 4 * np.sqrt((1 / 3) * (2 / 3) / n)), share
+    low = replication(np.random.SeedSequence(8), prepare(sysm, policy, horizon=300_000.0, tie="lowest"))
+    assert low["share"][0][0] > 0.99

@@ -15,14 +15,17 @@ Design (the performance tricks, named where they are made):
   the instability bound on the number in system, not to bound x machines.
   Arrays are never re-bound inside the loop, which keeps reference counting
   out of it.
-* **Expected completion time** ``ECT_ij = work_j + 1/mu_ij`` in floating
-  point, ``work_j = sum_i' Q_i'j (1/mu_i'j)`` — exactly the arithmetic a user
-  policy does with the ``work`` array it receives (the same array), so a
-  user-written MCT reproduces the built-in one bit for bit. ``work_j`` is
-  recomputed from the integer counts ``Q_.j`` in a fixed order whenever they
-  change, so machines with equal counts have bit-equal workloads; when every
-  ``1/mu_ij`` is a short binary fraction (e.g. rates 1, 2, 4, 8) every sum is
-  exact and the running sum is updated in place instead (``incremental``).
+* **Expected completion time** ``ECT_ij = work_j + w_ij``,
+  ``work_j = sum_i' Q_i'j w_i'j`` with ``w_ij = 1/mu_ij`` in a time unit
+  ``1/L`` chosen so that, for rates that are small decimals (every thesis
+  system but 2.C2-2.H), the weights ``w_ij = L/mu_ij`` are integers: sums are
+  exact and ties are exact ties. A user policy receives ``mu_pol = mu / L``
+  and this same ``work`` array, so its ``work[j] + 1.0 / mu[i, j]`` is the
+  built-in ECT bit for bit. Otherwise (``L = 1``) ``work_j`` is recomputed
+  from the integer counts ``Q_.j`` in a fixed order whenever they change, so
+  machines with equal counts have bit-equal workloads; when every sum is exact
+  (integer weights, or ``1/mu`` short binary fractions) the running sum is
+  updated in place instead (``incremental``).
 * **Ties** — machines whose ``ECT`` values are equal (bit-equal) are tied:
   they are collected during the scan and one is drawn uniformly (one draw from
   the tie stream) for ``random``; the lowest-index case takes a plain scan over
@@ -119,10 +122,33 @@ def _argmin_fast(i, lst, cnt, W, wc):
     for k in range(1, cnt):
         j = lst[i, k]
         v = W[j] + wc[i, k]
-        if v < bv:
-            best = j
-            bv = v
+        less = v < bv  # selects, no branch (see _argmin_fast_ties)
+        best = j if less else best
+        bv = v if less else bv
     return best
+
+
+@njit(cache=True, inline="always")
+def _argmin_fast_ties(i, lst, cnt, W, wc, tie, st, s_tie, buf):
+    """:func:`_argmin_fast` with ``random`` or ``highest`` ties: the tied machines are collected in ``buf``."""
+    # branch-free body (selects, an unconditional store): ties are data-dependent, so a
+    # branchy three-way compare would be mispredicted on most arrivals
+    bv = W[lst[i, 0]] + wc[i, 0]
+    nt = 1
+    buf[0] = lst[i, 0]
+    for k in range(1, cnt):
+        j = lst[i, k]
+        v = W[j] + wc[i, k]
+        less = v < bv
+        bv = v if less else bv
+        nt = 0 if less else nt
+        buf[nt] = j  # kept only if j is (one of) the best so far
+        nt += 1 if v == bv else 0
+    if nt > 1:
+        if tie == TIE_RANDOM:
+            return buf[below(st, s_tie, nt)]
+        return buf[nt - 1]
+    return buf[0]
 
 
 @njit(cache=True)
@@ -168,7 +194,7 @@ def _builtin_select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st
     if policy == MCT or policy == KPB or policy == LPAS:
         if fast:
             return _argmin_fast(i, cand, ncand[i], W, wc), ncand[i], 0
-        return _argmin_ect(i, cand, i, ncand[i], W, w, True, tie, st, s_tie, buf), ncand[i], 0
+        return _argmin_fast_ties(i, cand, ncand[i], W, wc, tie, st, s_tie, buf), ncand[i], 0
     if policy == MET:
         return _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, buf), 0, 0
     if policy == LPSTATIC:
@@ -209,19 +235,27 @@ def _builtin_select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st
 _select = _builtin_select
 
 
-def _user_selector(fn):
-    """A selection with the signature of :func:`_builtin_select` that calls the user's compiled ``fn``."""
+def _user_selector(fn, uses_u: bool = True):
+    """A selection with the signature of :func:`_builtin_select` that calls the user's compiled ``fn``.
 
-    @njit(inline="always")
-    def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
-               tmp, pair, buf, assigned, arrived, pi, cmat, pw):
-        return fn(i, mu, qlen, W, uniform(st, s_pol)), 0, 0
+    ``uses_u`` false: the function never reads ``u``, so no draw is made for it.
+    """
+    if uses_u:
+        @njit(inline="always")
+        def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+                   tmp, pair, buf, assigned, arrived, pi, cmat, pw):
+            return fn(i, mu, qlen, W, uniform(st, s_pol)), 0, 0
+    else:
+        @njit(inline="always")
+        def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+                   tmp, pair, buf, assigned, arrived, pi, cmat, pw):
+            return fn(i, mu, qlen, W, 0.5), 0, 0
 
     return select
 
 
 def _run_mapping(
-    policy, alpha, mu, w, incremental, cand, ncand, pw, pi, cmat,
+    policy, alpha, mu, mu_pol, w, incremental, cand, ncand, pw, pi, cmat,
     dist, dpar, gen, horizon, warmup, max_in_system, tie, st, out_q, out_resp, out_seg, out_int, out_assigned,
 ):
     """Simulate one replication; compiled, no checks, writes the ``out_*`` arrays.
@@ -294,7 +328,7 @@ def _run_mapping(
             # ---------------- arrival of class i
             i = code
             arrived[i] += 1
-            j, dc, db = _select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+            j, dc, db = _select(policy, i, t, fast, cand, ncand, wc, W, w, mu_pol, qlen, tie, st, s_pol, s_tie,
                                 tmp, pair, buf, assigned, arrived, pi, cmat, pw)
             contacted += dc
             binds += db
@@ -417,7 +451,7 @@ def make_user_kernel(user) -> object:
     if k is None:
         fn = user.compiled()
         g = dict(_run_mapping.__globals__)
-        g["_select"] = _user_selector(fn)
+        g["_select"] = _user_selector(fn, getattr(user, "uses_u", True))
         body = _pytypes.FunctionType(_run_mapping.__code__, g, "run_mapping_" + "".join(
             ch if ch.isalnum() else "_" for ch in user.name), _run_mapping.__defaults__, _run_mapping.__closure__)
         k = njit(cache=False)(body)

@@ -59,7 +59,8 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
         t0 = time.perf_counter()
         c0 = time.process_time()
         run(
-            params["code"], alpha, mu, params["w"], params["incremental"], params["cand"], params["ncand"],
+            params["code"], alpha, mu, params["mu_policy"], params["w"], params["incremental"], params["cand"],
+            params["ncand"],
             params["pw"], params["pi"], params["C"], d.code, dpar, gen,
             H, params["warmup"], params["max_in_system"], params["tie"], st,
             out_q, out_resp, out_seg, out_int, out_assigned,
@@ -131,7 +132,7 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
         runs, model="mapping", policy=params["policy"], metric="Q", key="Q", per_class=per_class,
         wall_seconds=wall, unstable=unstable, message=msg, scenario=scenario, horizon=params["horizon"], seed=seed,
         options={"k": params["k"], "tie": params["tie_name"], "dist": params["dist"].name,
-                 "warmup": params["warmup"], "incremental_sums": params["incremental"],
+                 "warmup": params["warmup"], "incremental_sums": params["incremental"], "time_scale": params["time_scale"],
                  "max_in_system": params["max_in_system"], "lambda_star": params["lam"]},
         extra={
             "unstable_reps": int(n_trend), "hit_bound_reps": int(n_bound), "warmup": params["warmup"],
@@ -151,6 +152,13 @@ def warm_up_kernels(params: dict | None = None) -> None:
     tiny = System(id="warm-up", alpha=(1.0,), groups=(MachineGroup("m", 2, (2.0,)),))
     p = prepare(tiny, "mct", horizon=1.0) if params is None else {**params, "horizon": 1e-9, "warmup": 0.0}
     replication(np.random.SeedSequence(0), p)
+
+
+def _load_modules() -> None:
+    """Import what a run needs (the LP solver, scipy.stats for the intervals) before timing it."""
+    import scipy.stats  # noqa: F401
+
+    from ... import lp  # noqa: F401
 
 
 def simulate(
@@ -212,6 +220,7 @@ def simulate(
     """
     from ...runner import _check, replicate
 
+    _load_modules()  # start-up: module imports are not part of wall_seconds
     t_start = time.perf_counter()
     params = prepare(system, policy, k=k, tie=tie, C=C, dist=dist, scv=scv, lp_solution=lp_solution,
                      horizon=horizon, warmup=warmup, max_in_system=max_in_system)
