@@ -30,7 +30,8 @@ from hetsched.muscle import (
     titan_improve,
     workload_from_swf,
 )
-from hetsched.muscle.swf import iter_swf, read_swf_header
+from hetsched.muscle import offered_load, schedule_violations
+from hetsched.traces import read_swf
 from hetsched.muscle.workload import bounded_pareto_mean, bounded_pareto_sample, evenly_spaced_sizes
 
 DATA = Path(__file__).parent / "data"
@@ -266,17 +267,19 @@ def test_validation_messages():
 # --- SWF --------------------------------------------------------------------
 
 def test_swf_fixture_header_and_fields():
-    head = read_swf_header(SWF)
-    assert any("Acknowledge" in h for h in head)
-    rows = list(iter_swf(SWF))
-    assert rows[0] == (1, 0.0, 1451.0, 128, -1, -1.0)
+    df = read_swf(SWF)
+    assert "Acknowledge" in df.attrs["header"]
+    first = df.iloc[0]
+    assert (first["job_id"], first["submit_time"], first["run_time"], first["allocated_procs"],
+            first["requested_procs"], first["requested_time"]) == (1, 0.0, 1451.0, 128, -1, -1.0)
 
 
 def test_swf_workload_mapping(tmp_path):
     sys4 = MultiCluster((64, 32, 32, 16), (1.0, 1.2, 1.4, 1.6))
     wl = workload_from_swf(SWF, sys4, seed=1)
-    n_lines = sum(1 for r in iter_swf(SWF))
+    n_lines = len(read_swf(SWF))
     assert len(wl) + wl.meta["skipped"] == n_lines
+    assert wl.meta["job_id"][0] == 1 and len(wl.meta["job_id"]) == len(wl)
     assert wl.arrival[0] == 0.0 and np.all(np.diff(wl.arrival) >= 0)
     assert wl.size.max() == 64 and wl.meta["clipped"] > 0  # 128-node jobs clipped
     # gzip and floats where integers are expected
@@ -319,3 +322,168 @@ def test_kernels_match_interpreted_python(small_workload, tmp_path):
     wl = generate_workload(WorkloadParams(n_jobs=150), TABLE1, seed=11)
     r = simulate(wl, TABLE1, "muscle", ga=None)
     assert np.array_equal(np.load(tmp_path / "py.npy"), np.vstack([r.start, r.finish, r.cluster]))
+
+
+# --- full traces: relative tolerance, violations as a status, records, load (issue 13) ---
+
+def _shifted(wl, shift):
+    from hetsched.muscle import Workload
+
+    return Workload(wl.arrival + shift, wl.size, wl.x, wl.deadline + shift, wl.source, dict(wl.meta))
+
+
+def test_check_uses_a_relative_tolerance_at_large_times(small_workload):
+    """Gaia's times reach 1.4e8 s, where doubles are 3e-8 s apart: a feasible schedule
+    there must pass (an absolute 1e-9 s tolerance flagged rounding), a real overlap must not."""
+    wl = _shifted(small_workload, 1.4e8)
+    res = simulate(wl, TABLE1, "dll", ga=None)
+    dur = res.finish - res.start
+    E = wl.exec_times(TABLE1)[np.arange(len(wl)), res.cluster]
+    rounding = np.abs(dur - moldable_time(E, wl.size, res.size, 0.05))
+    assert rounding.max() > 1e-9  # the case the old absolute tolerance failed on
+    assert schedule_violations(res, wl, TABLE1, 0.05) == []
+    check_schedule(res, wl, TABLE1, phi=0.05)
+    j = int(np.flatnonzero(res.cluster == 0)[1])
+    res.start[j] -= 1.0  # one second earlier than its computers are free, and a wrong run time
+    v = schedule_violations(res, wl, TABLE1, 0.05)
+    assert any("Eq. 3 run time" in x for x in v)
+
+
+@pytest.mark.parametrize("corrupt, rule", [
+    (lambda r, w: r.cluster.__setitem__(3, -1), "never scheduled"),
+    (lambda r, w: r.start.__setitem__(5, w.arrival[5] - 10.0), "before its arrival"),
+    (lambda r, w: r.size.__setitem__(7, 99), "size within the cluster"),
+    (lambda r, w: r.finish.__setitem__(9, r.finish[9] + 3.0), "Eq. 3 run time"),
+])
+def test_each_violation_is_reported_not_raised(small_workload, corrupt, rule):
+    res = simulate(small_workload, TABLE1, "dll", ga=None)
+    corrupt(res, small_workload)
+    v = schedule_violations(res, small_workload, TABLE1, 0.05)
+    assert any(rule in x for x in v), v
+
+
+def test_capacity_violation_is_reported(small_workload):
+    res = simulate(small_workload, TABLE1, "dll", level=60, ga=None)
+    d = res.finish - res.start
+    res.start[:] = res.start.min()
+    res.finish[:] = res.start + d
+    v = schedule_violations(res, small_workload, TABLE1, 0.05)
+    assert any("cluster capacity" in x for x in v), v
+
+
+def test_records_agree_with_the_metrics(small_workload):
+    res = simulate(small_workload, TABLE1, "muscle", ga=GAOptions(max_gen=5), seed=1)
+    rec = res.records(small_workload)
+    assert len(rec) == len(small_workload) and rec["job"].is_unique
+    busy = rec.assign(w=rec.processors * (rec.end - rec.start)).groupby("cluster")["w"].sum()
+    np.testing.assert_allclose(busy.reindex(range(TABLE1.n), fill_value=0).to_numpy(), res.metrics["busy"],
+                               rtol=1e-12)
+    assert (rec.deadline_met == (rec.end <= rec.deadline)).all()  # no rounding case at these times
+    late = rec.assign(o=np.maximum(rec.end - rec.deadline, 0)).groupby("cluster")["o"].sum()
+    np.testing.assert_allclose(late.reindex(range(TABLE1.n), fill_value=0).to_numpy(),
+                               res.metrics["over_deadline"], rtol=1e-12)
+
+
+def test_offered_load_of_a_generated_workload():
+    """The generator's definition of load (Poisson rate from the mean work) is recovered."""
+    wl = generate_workload(WorkloadParams(n_jobs=20_000, load=0.7), TABLE1, seed=5)
+    assert offered_load(wl, TABLE1) == pytest.approx(0.7, rel=0.05)
+
+
+def test_progress_is_reported():
+    wl = generate_workload(WorkloadParams(n_jobs=300), TABLE1, seed=2)
+    calls = []
+    simulate(wl, TABLE1, "dll", ga=None, progress=lambda d, t: calls.append((d, t)))
+    assert calls and calls[-1] == (300, 300) and all(d <= t for d, t in calls)
+
+
+def test_cli_overload_clipping_records_and_status(tmp_path):
+    import json
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    # 60 jobs of 10 s on 4 processors, one a second, on 2 x 4 computers: offered load 60*4*10/(8*59) = 5.08;
+    # every 6th job asks for 8 processors (clipped to 4)
+    log = tmp_path / "dense.swf"
+    log.write_text("; Version: 2.2\n" + "".join(
+        f"{k + 1} {k} -1 10 {8 if k % 6 == 0 else 4} -1 -1 4 -1 -1 1 1 1 -1 1 1 -1 -1\n" for k in range(60)))
+    out = tmp_path / "rec.parquet"
+    r = CliRunner().invoke(app, ["muscle", "run", "--swf", str(log), "--sizes", "4,4", "--rates", "1,1",
+                                 "--no-ga", "--records", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    js = json.loads(r.stdout)
+    assert js["clipped"] == 10
+    assert js["offered_load"] == pytest.approx(60 * 4 * 10 / (8 * 59))
+    assert "warning: the log offers load 5.08" in r.stderr and "10 job(s)" in r.stderr and "clipped to 4" in r.stderr
+    assert js["success"] is True and js["status"] == 0 and js["violations"] == []
+    rec = pd.read_parquet(out)
+    assert len(rec) == js["jobs_total"] and set(rec.columns) >= {"job", "cluster", "processors", "start", "end",
+                                                                "deadline_met"}
+    assert int((~rec.deadline_met).sum()) == js["late_jobs"]
+
+
+@pytest.mark.parametrize("args, match", [
+    (lambda p: ["--swf", str(p)], "is a directory"),
+    (lambda p: ["--swf", str(p / "fake.swf.gz")], "gzip"),
+    (lambda p: ["--seed", "-1"], "--seed"),
+    (lambda p: ["--jobs", "0"], "--jobs"),
+    (lambda p: ["--records", str(p / "no" / "r.parquet")], "does not exist"),
+    (lambda p: ["--records", str(p)], "is a directory"),
+])
+def test_cli_bad_input_one_line(tmp_path, args, match):
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    (tmp_path / "fake.swf.gz").write_bytes(b"\x1f\x8bnot really gzip")
+    r = CliRunner().invoke(app, ["muscle", "run", *args(tmp_path)])
+    assert r.exit_code == 2 and match in r.output and "Traceback" not in r.output
+
+
+def test_fig3_job_size_readings(tmp_path):
+    """Seed 002 Fig. 3: the caption's sizes [1, a] and the Fig. 2 range [1, 10] are both
+    offered; for [a, b] = [10, 42] the two readings are the same workload, so the same rows."""
+    from hetsched.experiments import RunOptions, get
+
+    rows = {}
+    for reading in ("caption", "fig2"):
+        opts = RunOptions(quick=True, seed=3, workers=1, backend="local", scheduler=None,
+                          outdir=tmp_path / reading, progress=False,
+                          extra={"n_jobs": 150, "no_ga": True, "job_sizes": reading})
+        rows[reading] = get("muscle-fig3").run(opts).rows
+    cap, f2 = rows["caption"], rows["fig2"]
+    assert [r["max_s"] for r in cap if r["policy"] == "muscle"] == [10, 14, 18, 22, 26]
+    assert {r["max_s"] for r in f2} == {10}
+    same = [(a["MCP"], a["LBF"]) for a in cap if a["a"] == 10]
+    assert same == [(b["MCP"], b["LBF"]) for b in f2 if b["a"] == 10]
+    assert all(r["violations"] == 0 for r in cap + f2)
+    from hetsched.errors import HetschedError
+
+    with pytest.raises(HetschedError, match="job_sizes"):
+        get("muscle-fig3").run(RunOptions(quick=True, seed=3, workers=1, backend="local", scheduler=None,
+                                          outdir=tmp_path, progress=False, extra={"job_sizes": "x"}))
+
+
+def test_swf_experiment_default_log_is_repository_relative():
+    from hetsched.experiments.muscle import SWF_DEFAULT
+
+    repo = Path(__file__).resolve().parents[1]
+    assert SWF_DEFAULT.resolve() == (repo / ".." / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf.gz").resolve()
+    src = (repo / "src" / "hetsched" / "experiments" / "muscle.py").read_text()
+    assert "/work/" not in src
+
+
+def test_same_log_policy_and_seed_give_identical_records():
+    wl = workload_from_swf(SWF, MultiCluster((64, 32, 16, 16), (1.0, 1.2, 1.4, 1.6)), seed=4)
+    sysm = MultiCluster((64, 32, 16, 16), (1.0, 1.2, 1.4, 1.6))
+    a = simulate(wl, sysm, "wrand", ga=GAOptions(max_gen=8), seed=9).records(wl)
+    b = simulate(wl, sysm, "wrand", ga=GAOptions(max_gen=8), seed=9).records(wl)
+    c = simulate(wl, sysm, "wrand", ga=GAOptions(max_gen=8), seed=10).records(wl)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(c)
+    assert (a["swf_job"].to_numpy() == wl.meta["job_id"]).all()

@@ -32,6 +32,8 @@ _ENGINE_CLIS = (
     "hetsched.srn.cli",
     "hetsched.muscle.cli",
     "hetsched.dispatch.cli",
+    "hetsched.plot.cli",
+    "hetsched.traces.cli",
 )
 
 

@@ -11,11 +11,14 @@
 * ``muscle-fig2-batch``: the other reading of the level -- a round every ``level``
   collected jobs at offered load 0.8 (see ``docs/_parts/assumptions-muscle.md``).
 * ``muscle-fig3``: five clusters of service rate 1 whose sizes are spread evenly over
-  ``[a, b]`` in ``[10,42], [14,38], [18,34], [22,30], [26,26]``; sizes in ``[1, a]``,
-  ``phi = (a+1)/a``; level 100 (calibrated per range as in ``muscle-fig2``).
-* ``muscle-swf``: the NASA Ames iPSC/860 log (``/work/shared/traces``) on four
-  clusters (64, 32, 16, 16 computers; Table 1 service-rate ratios), log arrival times,
-  backlog trigger.
+  ``[a, b]`` in ``[10,42], [14,38], [18,34], [22,30], [26,26]``; ``phi = (a+1)/a``;
+  level 100 (calibrated per range as in ``muscle-fig2``). Job sizes: the caption's
+  ``(MIN_S, MAX_S) = (1, a)`` taken literally (``--set job_sizes=caption``, default),
+  or the Fig. 2 range ``[1, 10]`` for every ``[a, b]`` (``--set job_sizes=fig2``).
+* ``muscle-swf``: the NASA Ames iPSC/860 log (``../shared/traces`` next to the
+  repository; ``--set swf=PATH`` for another log) on four clusters (64, 32, 16, 16
+  computers; Table 1 service-rate ratios), log arrival times, backlog trigger; per-job
+  records of each policy go to ``records-POLICY.parquet``.
 
 All policies at one setting see the same job stream (common random numbers) and the
 same TITAN GA. Rows carry the paper's ``MCP`` and ``LBF`` plus the mean over
@@ -35,19 +38,24 @@ from . import Experiment, ExperimentResult, RunOptions, register
 FIG2_LEVELS = (40, 80, 120, 160, 200)
 FIG3_RANGES = ((10, 42), (14, 38), (18, 34), (22, 30), (26, 26))
 POLICIES = ("wrand", "dll", "muscle")
-SWF_DEFAULT = Path("/work/shared/traces/NASA-iPSC-1993-3.1-cln.swf.gz")
+# repository-relative: <repo>/../shared/traces (this file is <repo>/src/hetsched/experiments/muscle.py)
+SWF_DEFAULT = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf.gz"
+FIG3_JOB_SIZES = ("caption", "fig2")
 GA_DEFAULT = {"pop_size": 24, "max_gen": 100, "patience": 15}
 
 
 def _run_point(task: dict) -> list[dict]:
     """One x-value: (calibrate the load,) build the workload, run the three policies."""
-    from ..muscle import GAOptions, MultiCluster, WorkloadParams, generate_workload, simulate, workload_from_swf
+    from ..muscle import (GAOptions, MultiCluster, WorkloadParams, generate_workload, schedule_violations, simulate,
+                          workload_from_swf)
     from ..muscle.scheduler import load_for_level
 
     system = MultiCluster(task["sizes"], task["rates"])
     base = dict(task["row"])
     if task.get("swf"):
         wl = workload_from_swf(task["swf"], system, max_jobs=task["n_jobs"], seed=task["wseed"])
+        base["offered_load"] = wl.meta["offered_load"]
+        base["clipped"] = wl.meta["clipped"]
     else:
         params = WorkloadParams(**task["wparams"])
         if task.get("target_level"):
@@ -60,14 +68,23 @@ def _run_point(task: dict) -> list[dict]:
     for pol in POLICIES:
         res = simulate(wl, system, pol, level=task["level"], phi=task["phi"], ga=ga,
                        trigger=task["trigger"], seed=task["sseed"])
+        violations = schedule_violations(res, wl, system, task["phi"])
+        if task.get("records_dir"):
+            from ..traces import write_records
+
+            Path(task["records_dir"]).mkdir(parents=True, exist_ok=True)
+            write_records(res.records(wl), Path(task["records_dir"]) / f"records-{res.policy}.parquet",
+                          meta={"kind": "muscle", "policy": res.policy, "sizes": list(system.sizes),
+                                "rates": list(system.rates), "source": wl.source})
         m = res.metrics
         row = dict(base)
         row.update({
             "policy": res.policy, "MCP": res.MCP, "LBF": res.LBF,
             "over_deadline": float(m["over_deadline"].mean()), "makespan": float(m["makespan"].mean()),
-            "idle": float(m["idle"].mean()), "late_jobs": int(np.sum(res.finish > wl.deadline + 1e-9)),
+            "idle": float(m["idle"].mean()), "late_jobs": int(np.sum(res.late(wl))),
             "queue": res.params["mean_queue"], "batch": res.params["mean_batch"], "jobs": len(wl),
             "ga_runs": res.ga_runs, "ga_not_converged": res.ga_not_converged, "seconds": res.wall_seconds,
+            "violations": len(violations), "check": violations[0] if violations else "feasible",
         })
         rows.append(row)
     return rows
@@ -176,20 +193,29 @@ def run_fig2_batch(opts: RunOptions) -> ExperimentResult:
 
 
 def run_fig3(opts: RunOptions) -> ExperimentResult:
+    from ..errors import HetschedError
     from ..muscle.workload import evenly_spaced_sizes
 
     n_jobs = _n_jobs(opts, 3000, 40_000)
+    job_sizes = str(opts.extra.get("job_sizes", "caption"))
+    if job_sizes not in FIG3_JOB_SIZES:
+        raise HetschedError(f"--set job_sizes: expected one of {', '.join(FIG3_JOB_SIZES)}, got {job_sizes!r}")
     wseed, sseed = _seeds(opts.seed)
-    tasks = [{"sizes": evenly_spaced_sizes(a, b, 5), "rates": (1.0,) * 5, "wparams": _wparams(n_jobs, a),
+    tasks = [{"sizes": evenly_spaced_sizes(a, b, 5), "rates": (1.0,) * 5,
+              "wparams": _wparams(n_jobs, a if job_sizes == "caption" else 10),
               "wseed": wseed, "sseed": sseed, "target_level": 100, "level": None, "trigger": "backlog",
-              "phi": (a + 1) / a, "ga": _ga_opts(opts), "row": {"range": f"[{a},{b}]", "a": a, "b": b}}
+              "phi": (a + 1) / a, "ga": _ga_opts(opts),
+              "row": {"range": f"[{a},{b}]", "a": a, "b": b, "max_s": a if job_sizes == "caption" else 10}}
              for a, b in FIG3_RANGES]
     rows = _map(tasks, opts)
-    figs = [_plot(rows, "range", opts.outdir, "fig3.png",
-                  "Fig. 3: heterogeneity of cluster size (5 clusters, level 100)")]
-    notes = [f"{n_jobs} jobs per run; level 100 reached by the arrival rate ('load'); phi=(a+1)/a as in the caption"]
-    return ExperimentResult("muscle-fig3", rows, _table(rows, "range", "Fig. 3 (MCP, LBF; lower is better)"),
-                            figs, notes, {"n_jobs": n_jobs, "seed": opts.seed})
+    reading = ("job sizes in [1, a] (the caption taken literally)" if job_sizes == "caption"
+               else "job sizes in [1, 10] (the Fig. 2 range) for every [a, b]")
+    figs = [_plot(rows, "range", opts.outdir, "fig3.png" if job_sizes == "caption" else "fig3-fig2sizes.png",
+                  f"Fig. 3: heterogeneity of cluster size (5 clusters, level 100; {reading})")]
+    notes = [f"{n_jobs} jobs per run; level 100 reached by the arrival rate ('load'); phi=(a+1)/a as in the caption",
+             f"reading: {reading}; the other: --set job_sizes={'fig2' if job_sizes == 'caption' else 'caption'}"]
+    return ExperimentResult("muscle-fig3", rows, _table(rows, "range", f"Fig. 3 (MCP, LBF; lower is better; {reading})"),
+                            figs, notes, {"n_jobs": n_jobs, "seed": opts.seed, "job_sizes": job_sizes})
 
 
 def run_swf(opts: RunOptions) -> ExperimentResult:
@@ -197,16 +223,24 @@ def run_swf(opts: RunOptions) -> ExperimentResult:
 
     path = Path(opts.extra.get("swf", SWF_DEFAULT))
     if not path.exists():
-        raise HetschedError(f"swf: trace not found: {path}")
+        raise HetschedError(f"swf: trace not found: {path} (the shipped logs live in ../shared/traces next to the "
+                            "repository; give another with --set swf=PATH)")
     n_jobs = _n_jobs(opts, 2000, 18_239)
     wseed, sseed = _seeds(opts.seed)
     sizes, rates = (64, 32, 16, 16), (1.0, 1.2, 1.4, 1.6)
     tasks = [{"sizes": sizes, "rates": rates, "swf": str(path), "n_jobs": n_jobs, "wseed": wseed, "sseed": sseed,
-              "level": None, "trigger": "backlog", "phi": 0.05, "ga": _ga_opts(opts), "row": {"trace": path.name}}]
+              "level": None, "trigger": "backlog", "phi": 0.05, "ga": _ga_opts(opts), "row": {"trace": path.name},
+              "records_dir": str(opts.outdir)}]
     rows = _map(tasks, opts)
     figs = [_plot(rows, "trace", opts.outdir, "swf.png", f"MUSCLE on {path.name}")]
-    notes = [f"first {n_jobs} usable jobs; clusters {sizes} with rates {rates}; sizes above 64 clipped; "
-             "deadlines by Eq. 5 on the logged run time; backlog trigger, tau = mean run time"]
+    r0 = rows[0]
+    notes = [f"first {n_jobs} usable jobs; clusters {sizes} with rates {rates}; {r0['clipped']} job(s) larger than "
+             f"64 processors clipped to 64; offered load {r0['offered_load']:.3f} of the capacity; "
+             "deadlines by Eq. 5 on the logged run time; backlog trigger, tau = mean run time",
+             "per-job records: records-POLICY.parquet"]
+    bad = [r for r in rows if r["violations"]]
+    if bad:
+        notes.append("SCHEDULE CHECK FAILED: " + "; ".join(f"{r['policy']}: {r['check']}" for r in bad))
     return ExperimentResult("muscle-swf", rows, _table(rows, "trace", f"Real log {path.name}"), figs, notes,
                             {"n_jobs": n_jobs, "seed": opts.seed, "trace": str(path)})
 

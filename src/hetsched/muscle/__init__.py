@@ -7,21 +7,22 @@ MUSCLE allocates collected jobs to clusters with a composition table (Algorithm 
 (Algorithm 2); TITAN's genetic algorithm then improves each cluster's schedule on
 the comprehensive performance CP (Eq. 1). Baselines WRAND and DLL use the same GA.
 
-Modules: :mod:`.workload` (system, generator, Eq. 3-5), :mod:`.swf` (SWF logs),
+Modules: :mod:`.workload` (system, generator, Eq. 3-5), :mod:`.swf` (SWF logs through :func:`hetsched.traces.read_swf`),
 :mod:`.composition` (Algorithm 1, §4.2), :mod:`.titan` (GA, schedule decoding),
 :mod:`.scheduler` (online rounds, policies), :mod:`.metrics` (CP, MCP, LBF).
 """
 
 from .composition import CompositionTable
 from .metrics import CPWeights, comprehensive_performance, mcp_lbf
-from .scheduler import POLICIES, SimResult, check_schedule, load_for_level, simulate
-from .swf import workload_from_swf
+from .scheduler import POLICIES, SimResult, check_schedule, load_for_level, schedule_violations, simulate
+from .swf import offered_load, workload_from_swf
 from .titan import GAOptions, GAResult, decode_schedule, titan_improve
 from .workload import TABLE1, MultiCluster, Workload, WorkloadParams, generate_workload, moldable_time
 
 __all__ = [
     "CompositionTable", "CPWeights", "comprehensive_performance", "mcp_lbf", "POLICIES", "SimResult",
-    "check_schedule", "load_for_level", "simulate", "workload_from_swf", "GAOptions", "GAResult", "decode_schedule",
+    "check_schedule", "schedule_violations", "load_for_level", "simulate", "workload_from_swf", "offered_load",
+    "GAOptions", "GAResult", "decode_schedule",
     "titan_improve", "TABLE1", "MultiCluster", "Workload", "WorkloadParams", "generate_workload",
     "moldable_time",
 ]

@@ -21,11 +21,28 @@ def _parse_tuple(text: str, cast, name: str):
         raise ModelError(f"{name}: expected comma-separated numbers, got {text!r}") from None
 
 
+MAX_GENERATED_JOBS = 5_000_000  # ~1 GB of schedule state; more is refused before allocating
+
+
+def _progress_bar():
+    """A rich progress bar on stderr when it is a terminal, else ``None``."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("scheduling"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs"),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+
+
 @muscle_app.command("run")
 @guard
 def run_cmd(
     policy: str = typer.Option("muscle", "--policy", help="wrand, dll or muscle."),
-    jobs: int = typer.Option(4000, "--jobs", help="Number of jobs (generated) or max jobs read (SWF)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="Number of jobs (generated; default 4000) or max jobs "
+                                       "read from the log (default: all)."),
     level: int = typer.Option(0, "--level", help="Jobs per round (batch trigger; required) or cap per round (backlog; 0 = none)."),
     load: float = typer.Option(0.8, "--load", help="Offered utilisation of the generated workload."),
     sizes: str = typer.Option("20,16,12,10", "--sizes", help="Cluster sizes (Table 1 by default)."),
@@ -33,45 +50,114 @@ def run_cmd(
     max_s: int = typer.Option(10, "--max-s", help="MAX_S of the generated workload."),
     phi: float = typer.Option(0.05, "--phi", help="Scalability factor of Eq. 3."),
     swf: Optional[Path] = typer.Option(None, "--swf", help="Read jobs from an SWF log (.swf or .swf.gz)."),
+    skip_malformed: bool = typer.Option(False, "--skip-malformed", help="Skip (and count) malformed SWF lines "
+                                        "instead of stopping at the first."),
     no_ga: bool = typer.Option(False, "--no-ga", help="Keep the seed schedules (no TITAN GA)."),
     trigger: str = typer.Option("backlog", "--trigger", help="backlog (Algorithm 2 step 1) or batch (a round every LEVEL jobs)."),
     tau: Optional[float] = typer.Option(None, "--tau", help="Backlog threshold (default: mean execution time)."),
-    seed: int = typer.Option(0, "--seed", help="Seed (workload and scheduler streams)."),
+    seed: int = typer.Option(0, "--seed", help="Seed (workload and scheduler streams), >= 0."),
+    records: Optional[Path] = typer.Option(None, "--records", help="Write per-job records (job, cluster, processors, "
+                                           "start, end, deadline met) to this Parquet file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """Simulate one policy on a multicluster and print MCP, LBF and per-cluster metrics."""
+    """Simulate one policy on a multicluster and print MCP, LBF and per-cluster metrics.
+
+    The schedule is then checked (every job once, none before its arrival, Eq. 3
+    run times, no cluster over-subscribed); a violation is reported as the run's
+    status (exit code 1), after the results and records are written.
+    """
     import numpy as np
 
-    from . import GAOptions, MultiCluster, WorkloadParams, check_schedule, generate_workload, simulate
+    from ..errors import ModelError
+    from . import GAOptions, MultiCluster, WorkloadParams, generate_workload, schedule_violations, simulate
     from .swf import workload_from_swf
 
+    if seed < 0:
+        raise ModelError(f"--seed: expected an integer >= 0, got {seed}")
+    if jobs is not None and jobs < 1:
+        raise ModelError(f"--jobs: expected an integer >= 1, got {jobs}")
+    if swf is None and jobs is not None and jobs > MAX_GENERATED_JOBS:
+        raise ModelError(f"--jobs: at most {MAX_GENERATED_JOBS:,} generated jobs, got {jobs:,}")
+    if records is not None:  # checked before the run, so that a bad path never costs a finished run
+        import os
+
+        if records.is_dir():
+            raise ModelError(f"--records: {records} is a directory, expected a .parquet file name")
+        parent = records.parent if str(records.parent) else Path(".")
+        if not parent.is_dir():
+            raise ModelError(f"--records: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise ModelError(f"--records: directory {parent} is not writable")
     system = MultiCluster(_parse_tuple(sizes, int, "--sizes"), _parse_tuple(rates, float, "--rates"))
     wseed, sseed = np.random.SeedSequence(seed).spawn(2)
     if swf is not None:
-        wl = workload_from_swf(swf, system, max_jobs=jobs, seed=int(wseed.generate_state(1)[0]))
+        wl = workload_from_swf(swf, system, max_jobs=jobs, seed=int(wseed.generate_state(1)[0]),
+                               on_error="skip" if skip_malformed else "raise")
+        offered = wl.meta["offered_load"]
+        if not json_out:
+            typer.echo(f"log {swf}: {len(wl)} jobs ({wl.meta['skipped']} unusable skipped"
+                       + (f", {wl.meta['malformed']} malformed lines skipped" if wl.meta["malformed"] else "")
+                       + f"), offered load {offered:.3f} of the clusters' capacity")
+        if offered > 1.0:
+            typer.echo(f"warning: the log offers load {offered:.2f} to clusters {list(system.sizes)} "
+                       f"(capacity {system.capacity:.1f} average-rate computers): more work arrives than they "
+                       "can do, so the queue grows through the run and most deadlines are missed", err=True)
+        if wl.meta["clipped"]:
+            typer.echo(f"note: {wl.meta['clipped']} job(s) ask for more processors than the largest cluster "
+                       f"({system.m_max}); they run clipped to {system.m_max}", err=True)
     else:
-        wl = generate_workload(WorkloadParams(n_jobs=jobs, max_s=max_s, load=load), system, seed=wseed)
-    res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi, ga=None if no_ga else GAOptions(),
-                   trigger=trigger, tau=tau, seed=sseed)
-    check_schedule(res, wl, system, phi)
+        wl = generate_workload(WorkloadParams(n_jobs=jobs or 4000, max_s=max_s, load=load), system, seed=wseed)
+        offered = load
+    bar = _progress_bar() if len(wl) >= 2000 else None
+    if bar is not None:
+        with bar:
+            task = bar.add_task("schedule", total=len(wl))
+            res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi,
+                           ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed,
+                           progress=lambda done, total: bar.update(task, completed=done))
+    else:
+        res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi,
+                       ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed)
+    violations = schedule_violations(res, wl, system, phi)
+    written = None
+    if records is not None:
+        from ..traces import write_records
+
+        written = write_records(res.records(wl), records,
+                                meta={"kind": "muscle", "policy": res.policy, "sizes": list(system.sizes),
+                                      "rates": list(system.rates), "source": wl.source, "seed": seed})
     out = res.summary()
+    late = int(np.sum(res.late(wl)))
     out.update({"jobs_total": len(wl), "source": wl.source, "sizes": list(system.sizes),
-                "rates": list(system.rates), "late_jobs": int(np.sum(res.finish > wl.deadline + 1e-9)),
-                "jobs_per_second": len(wl) / res.wall_seconds if res.wall_seconds > 0 else None})
+                "rates": list(system.rates), "late_jobs": late,
+                "jobs_per_second": len(wl) / res.wall_seconds if res.wall_seconds > 0 else None,
+                "offered_load": offered, "clipped": int(wl.meta.get("clipped", 0)),
+                "skipped": int(wl.meta.get("skipped", 0)), "malformed": int(wl.meta.get("malformed", 0)),
+                "records": str(written) if written else None,
+                "status": 0 if not violations else 1, "success": not violations,
+                "message": "schedule checked: feasible" if not violations else
+                           f"schedule check FAILED: {violations[0]}", "violations": violations})
     if json_out:
         emit_json(out)
-        return
-    typer.echo(f"policy {res.policy}: {len(wl)} jobs from {wl.source}, {res.rounds} rounds "
-               f"(mean {out['mean_batch']:.1f} jobs per round, time-average queue {out['mean_queue']:.1f}), GA runs {res.ga_runs} "
-               f"({res.ga_not_converged} stopped at max_gen)")
-    typer.echo(f"MCP {res.MCP:.1f}   LBF {res.LBF:.1f}   late jobs {out['late_jobs']}   "
-               f"{out['jobs_per_second']:.0f} jobs/s")
-    typer.echo(f"{'cluster':>7s} {'m':>4s} {'rate':>5s} {'jobs':>6s} {'makespan':>10s} {'idle':>12s} "
-               f"{'over-deadline':>14s} {'CP':>12s}")
-    m = res.metrics
-    for j in range(system.n):
-        typer.echo(f"{j + 1:7d} {system.sizes[j]:4d} {system.rates[j]:5.2f} {m['jobs'][j]:6d} "
-                   f"{m['makespan'][j]:10.1f} {m['idle'][j]:12.1f} {m['over_deadline'][j]:14.1f} {m['CP'][j]:12.1f}")
+    else:
+        typer.echo(f"policy {res.policy}: {len(wl)} jobs from {wl.source}, {res.rounds} rounds "
+                   f"(mean {out['mean_batch']:.1f} jobs per round, time-average queue {out['mean_queue']:.1f}), "
+                   f"GA runs {res.ga_runs} ({res.ga_not_converged} stopped at max_gen)")
+        typer.echo(f"MCP {res.MCP:.1f}   LBF {res.LBF:.1f}   late jobs {out['late_jobs']}   "
+                   f"{out['jobs_per_second']:.0f} jobs/s")
+        typer.echo(f"{'cluster':>7s} {'m':>4s} {'rate':>5s} {'jobs':>6s} {'makespan':>10s} {'idle':>12s} "
+                   f"{'over-deadline':>14s} {'CP':>12s}")
+        m = res.metrics
+        for j in range(system.n):
+            typer.echo(f"{j + 1:7d} {system.sizes[j]:4d} {system.rates[j]:5.2f} {m['jobs'][j]:6d} "
+                       f"{m['makespan'][j]:10.1f} {m['idle'][j]:12.1f} {m['over_deadline'][j]:14.1f} {m['CP'][j]:12.1f}")
+        if written:
+            typer.echo(f"records: {written}")
+        if violations:
+            for v in violations:
+                typer.echo(f"VIOLATION: {v}", err=True)
+    if violations:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -55,9 +55,15 @@ from .metrics import CPWeights, cluster_metrics, mcp_lbf
 from .titan import GAOptions, _decode, _place, titan_improve
 from .workload import MultiCluster, Workload, moldable_time
 
-__all__ = ["POLICIES", "SimResult", "simulate", "check_schedule", "load_for_level"]
+__all__ = ["POLICIES", "SimResult", "simulate", "check_schedule", "schedule_violations", "load_for_level",
+           "RECORD_COLUMNS"]
 
 POLICIES = ("wrand", "dll", "muscle")
+
+#: Per-job records of a MUSCLE run (:meth:`SimResult.records`): column -> dtype.
+RECORD_COLUMNS = {"job": "int64", "swf_job": "int64", "cluster": "int64", "processors": "int64",
+                  "arrival": "float64", "start": "float64", "end": "float64", "deadline": "float64",
+                  "deadline_met": "bool"}
 
 
 @dataclass
@@ -80,6 +86,30 @@ class SimResult:
     wall_seconds: float = 0.0
     ga_seconds: float = 0.0
     params: dict = field(default_factory=dict)
+
+    def late(self, workload: Workload) -> np.ndarray:
+        """Jobs finishing after their deadline (relative tolerance ``1e-12 * max(1, |d|)``,
+        so rounding at times of 1e8 s does not count as lateness)."""
+        d = np.asarray(workload.deadline, dtype=np.float64)
+        return self.finish > d + 1e-12 * np.maximum(1.0, np.abs(d))
+
+    def records(self, workload: Workload):
+        """One row per job (:data:`RECORD_COLUMNS`): ``job`` (index in arrival order),
+        ``swf_job`` (the log's job number, ``-1`` for generated workloads),
+        ``cluster``, ``processors`` used, ``arrival``, ``start``, ``end``, ``deadline``
+        and ``deadline_met`` (not :meth:`late`)."""
+        import pandas as pd
+
+        n = len(workload)
+        swf = workload.meta.get("job_id")
+        swf = np.asarray(swf, dtype=np.int64) if swf is not None and len(swf) == n else np.full(n, -1, np.int64)
+        return pd.DataFrame({
+            "job": np.arange(n, dtype=np.int64), "swf_job": swf, "cluster": self.cluster.astype(np.int64),
+            "processors": self.size.astype(np.int64), "arrival": np.asarray(workload.arrival, dtype=np.float64),
+            "start": self.start.astype(np.float64), "end": self.finish.astype(np.float64),
+            "deadline": np.asarray(workload.deadline, dtype=np.float64),
+            "deadline_met": ~self.late(workload),
+        })
 
     def summary(self) -> dict:
         m = self.metrics
@@ -172,6 +202,7 @@ def simulate(
     trigger: str = "backlog",
     tau: float | None = None,
     seed: int | np.random.SeedSequence = 0,
+    progress=None,
 ) -> SimResult:
     """Schedule ``workload`` on ``system`` with ``policy`` (``wrand``, ``dll``, ``muscle``).
 
@@ -192,6 +223,8 @@ def simulate(
     tau : the "predefined value" of Algorithm 2 (``None``: the mean of ``workload.x``,
         the mean execution time at the average rate).
     seed : seeds WRAND's choices and the GA (the workload has its own seed).
+    progress : callable ``progress(jobs_done, jobs_total)``, optional
+        Called about four times a second and at the end (e.g. a rich progress bar).
     """
     pol = _policy_name(policy)
     if trigger not in ("batch", "backlog"):
@@ -239,7 +272,11 @@ def simulate(
     queue_sum = 0
     wait_sum = 0.0
     b0 = 0
+    t_next = time.perf_counter() + 0.25
     while b0 < n:
+        if progress is not None and time.perf_counter() >= t_next:
+            progress(b0, n)
+            t_next = time.perf_counter() + 0.25
         if trigger == "batch":
             ids = np.arange(b0, min(b0 + level, n))
             t = float(arrival[ids[-1]])
@@ -311,6 +348,8 @@ def simulate(
             new = np.column_stack([fi, dur, sz.astype(np.float64), dl - dur - arrival[gl]])
             att[j] = np.vstack([att[j], new])
     wall = time.perf_counter() - t_wall
+    if progress is not None:
+        progress(n, n)
     met = cluster_metrics(cl, start, finish, used, deadline, sizes_m, weights)
     mcp, lbf = mcp_lbf(met["CP"])
     return SimResult(pol, cl, start, finish, used, met, mcp, lbf, rounds, ga_runs, ga_nc, ga_gain,
@@ -320,35 +359,71 @@ def simulate(
                              "mean_queue": wait_sum / span if (span := float(arrival[-1] - arrival[0])) > 0 else 0.0})
 
 
-def check_schedule(res: SimResult, workload: Workload, system: MultiCluster, phi: float, tol: float = 1e-9) -> None:
-    """Certificate of feasibility; raises ``AssertionError`` naming the violation:
-    every job scheduled once on one cluster, never before its arrival, at a size
-    within the cluster, for the Eq. 3 time, and never more busy computers than the
-    cluster has (event sweep, finishes before starts at equal times)."""
+def schedule_violations(res: SimResult, workload: Workload, system: MultiCluster, phi: float,
+                        rtol: float = 1e-12, max_report: int = 3) -> list[str]:
+    """Certificate of feasibility: the list of violations (empty if feasible), each
+    one line naming the rule, the job or cluster, and the values. Rules: every job
+    scheduled once on one cluster, never before its arrival, at a size within the
+    cluster, for the Eq. 3 time, and never more busy computers than the cluster has
+    (event sweep, finishes before starts at equal times).
+
+    Times are compared with a *relative* tolerance ``rtol * max(1, |t|)``: logs
+    reach ``1.4e8`` s, where doubles are ``3e-8`` s apart, so an absolute
+    tolerance of ``1e-9`` s would flag rounding as a violation.
+    """
+    out: list[str] = []
     n = len(workload)
-    if np.any(res.cluster < 0) or np.any(~np.isfinite(res.start)):
-        raise AssertionError("some job was never scheduled")
-    if np.any(res.start < workload.arrival - tol):
-        i = int(np.argmax(workload.arrival - res.start))
-        raise AssertionError(f"job {i} starts at {res.start[i]} before its arrival {workload.arrival[i]}")
+    cl, st, fi, sz = res.cluster, res.start, res.finish, res.size
+    unscheduled = np.flatnonzero((cl < 0) | ~np.isfinite(st) | ~np.isfinite(fi))
+    if unscheduled.size:
+        out.append(f"every job scheduled: {unscheduled.size} job(s) never scheduled, e.g. {unscheduled[:max_report].tolist()}")
+        return out
+    arr = workload.arrival
+    tol_a = rtol * np.maximum(1.0, np.abs(st))
+    early = np.flatnonzero(st < arr - tol_a)
+    if early.size:
+        i = int(early[np.argmax((arr - st)[early])])
+        out.append(f"no job before its arrival: {early.size} job(s), e.g. job {i} starts at {st[i]!r} "
+                   f"before its arrival {arr[i]!r}")
     sizes_m = np.asarray(system.sizes)
-    if np.any(res.size < 1) or np.any(res.size > sizes_m[res.cluster]):
-        raise AssertionError("a job runs on more computers than its cluster has")
-    E = workload.exec_times(system)[np.arange(n), res.cluster]
-    expect = moldable_time(E, workload.size, res.size, phi)
-    if not np.allclose(res.finish - res.start, expect, rtol=1e-9, atol=tol):
-        raise AssertionError("a job's run time differs from Eq. 3")
+    badsz = np.flatnonzero((sz < 1) | (sz > sizes_m[cl]))
+    if badsz.size:
+        i = int(badsz[0])
+        out.append(f"size within the cluster: {badsz.size} job(s), e.g. job {i} on {int(sz[i])} computers "
+                   f"of cluster {int(cl[i])} ({int(sizes_m[cl[i]])} computers)")
+    E = workload.exec_times(system)[np.arange(n), cl]
+    expect = moldable_time(E, workload.size, sz, phi)
+    dur = fi - st
+    tol_d = rtol * np.maximum(1.0, np.maximum(np.abs(fi), np.abs(expect))) + 1e-9 * np.abs(expect)
+    wrong = np.flatnonzero(np.abs(dur - expect) > tol_d)
+    if wrong.size:
+        i = int(wrong[0])
+        out.append(f"Eq. 3 run time: {wrong.size} job(s), e.g. job {i} runs {dur[i]!r}, Eq. 3 gives {expect[i]!r}")
     for j in range(system.n):
-        sel = res.cluster == j
+        sel = cl == j
         if not sel.any():
             continue
-        times = np.concatenate([res.finish[sel], res.start[sel]])
-        delta = np.concatenate([-res.size[sel], res.size[sel]])
+        f_j, s_j = fi[sel], st[sel]
+        # a finish within the tolerance of a start counts as before it
+        times = np.concatenate([f_j - rtol * np.maximum(1.0, np.abs(f_j)), s_j])
+        delta = np.concatenate([-sz[sel], sz[sel]])
         kind = np.concatenate([np.zeros(sel.sum()), np.ones(sel.sum())])  # finishes first
         order = np.lexsort((kind, times))
-        peak = int(np.max(np.cumsum(delta[order])))
+        run = np.cumsum(delta[order])
+        k = int(np.argmax(run))
+        peak = int(run[k])
         if peak > sizes_m[j]:
-            raise AssertionError(f"cluster {j}: {peak} computers busy at once, it has {sizes_m[j]}")
+            out.append(f"cluster capacity: cluster {j} has {peak} computers busy at t={times[order][k]!r}, "
+                       f"it has {int(sizes_m[j])}")
+    return out
+
+
+def check_schedule(res: SimResult, workload: Workload, system: MultiCluster, phi: float, rtol: float = 1e-12) -> None:
+    """Raise ``AssertionError`` naming the first violation of
+    :func:`schedule_violations` (for tests; runs report violations as a status)."""
+    v = schedule_violations(res, workload, system, phi, rtol=rtol)
+    if v:
+        raise AssertionError(v[0] + (f" (and {len(v) - 1} more)" if len(v) > 1 else ""))
 
 
 def load_for_level(level: float, params, system: MultiCluster, *, phi: float = 0.05, tau: float | None = None,
