@@ -17,7 +17,7 @@ from scipy import stats as sps
 
 from hetsched.errors import ModelError
 from hetsched.scenarios import load
-from hetsched.sim.mapping import integer_weights, instability_rule, prepare, replication, simulate
+from hetsched.sim.mapping import ect_weights, instability_rule, prepare, replication, simulate
 from hetsched.stats import t_interval
 from hetsched.system import MachineGroup, System
 
@@ -169,15 +169,16 @@ def test_kpb_candidates_are_the_k_fastest():
         assert min(mu[i, list(chosen)]) >= sorted(mu[i])[-3]
 
 
-def test_exact_weights_for_integer_rates():
-    w, exact = integer_weights(load("2.C1").mu)
-    assert exact and np.all(w == np.round(w))
-    mu = load("2.C1").mu
-    # proportional to 1/mu
-    ratio = w * mu
-    assert np.allclose(ratio, ratio.flat[0])
-    _, exact_h = integer_weights(load("2.H").mu)
-    assert not exact_h
+def test_incremental_sums_only_when_exact():
+    """Rates 1, 2, 4, 8 (2.C1): 1/mu are binary fractions, every sum exact; rates 3, 10 (2.B): not."""
+    w, inc = ect_weights(load("2.C1").mu, 30_000)
+    assert inc and np.all(w * load("2.C1").mu == 1.0)
+    assert not ect_weights(load("2.B").mu, 10_000)[1]
+    # in-place running sums give bit-for-bit the run that recomputes them from the counts
+    p = prepare(load("2.C1"), "mct", horizon=300.0, tie="random")
+    a = replication(np.random.SeedSequence(4), p)
+    b = replication(np.random.SeedSequence(4), {**p, "incremental": False})
+    assert a["Q"] == b["Q"] and a["events"] == b["events"]
 
 
 def test_tie_rules_differ_and_random_is_seeded():

@@ -25,7 +25,9 @@ Performance notes: the priority and the sequence are packed into one int64
 key (``priority << 50 | sequence``) so a comparison is one float and at most
 one integer compare; rescheduling the first event to a later time (the common
 case: the next arrival of the class that just arrived, the next task of the
-machine that just finished) is one sift-down from the root, not a pop and a push.
+machine that just finished) is one sift-down from the root, not a pop and a push;
+the functions are inlined into the kernel (numba ``inline="always"``): a kernel
+compiles them with its own arrays, without a call per event.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def _before(ta, ka, tb, kb):
     return ta < tb or (ta == tb and ka < kb)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift_up(ev, k, t, key, slot):
     ht, hk, hs, pos = ev.ht, ev.hk, ev.hs, ev.pos
     while k > 0:
@@ -76,7 +78,7 @@ def _sift_up(ev, k, t, key, slot):
     pos[slot] = k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift_down(ev, k, t, key, slot):
     ht, hk, hs, pos = ev.ht, ev.hk, ev.hs, ev.pos
     size = ev.meta[0]
@@ -99,7 +101,7 @@ def _sift_down(ev, k, t, key, slot):
     pos[slot] = k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def ev_schedule(ev, slot, t, prio):
     """Schedule ``slot`` at time ``t`` with priority ``prio`` (replaces its pending event, if any)."""
     key = (np.int64(prio) << _SHIFT) | ev.meta[1]
@@ -115,7 +117,7 @@ def ev_schedule(ev, slot, t, prio):
         _sift_down(ev, k, t, key, slot)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def ev_cancel(ev, slot):
     """Remove the pending event of ``slot`` (nothing if none)."""
     k = ev.pos[slot]

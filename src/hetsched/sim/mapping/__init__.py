@@ -22,10 +22,25 @@ Policies: :mod:`.policies` (built-in registry, ties, user-written policies
 with :func:`mapping_policy`).
 """
 
-from .model import default_bound, integer_weights, prepare
-from .policies import DEFAULT_TIE, POLICIES, TIE_RULES, MappingPolicy, get_policy, mapping_policy
-from .run import instability_rule, replication, simulate, simulate_cli, summarize, warm_up_kernels
-
-__all__ = ["simulate", "prepare", "replication", "summarize", "integer_weights", "instability_rule",
+__all__ = ["simulate", "prepare", "replication", "summarize", "ect_weights", "instability_rule",
            "default_bound", "warm_up_kernels", "simulate_cli", "mapping_policy", "MappingPolicy", "POLICIES",
            "TIE_RULES", "DEFAULT_TIE", "get_policy"]
+
+# lazy: ``hetsched.sim.mapping.policies`` (the decorator users import) must not load numba
+_WHERE = {"prepare": "model", "ect_weights": "model", "default_bound": "model",
+          "simulate": "run", "replication": "run", "summarize": "run", "instability_rule": "run",
+          "warm_up_kernels": "run", "simulate_cli": "run",
+          "mapping_policy": "policies", "MappingPolicy": "policies", "POLICIES": "policies",
+          "TIE_RULES": "policies", "DEFAULT_TIE": "policies", "get_policy": "policies"}
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_WHERE))

@@ -10,30 +10,38 @@ and the segment averages of :mod:`hetsched.sim.core.instability`.
 
 Design (the performance tricks, named where they are made):
 
-* **FCFS queues** — one ring buffer per machine (class, unit size, arrival
-  time), capacity the power of two above the instability bound (allocated,
-  not touched: memory is committed only for the slots used). Arrays are never
-  re-bound inside the loop, which keeps reference counting out of it.
-* **Expected completion time** ``1/mu_ij + sum_i' Q_i'j / mu_i'j`` — when every
-  rate is a small rational the weights are integers (``L / mu_ij`` with ``L``
-  a common multiple) and the running sums are exact (exact ties); otherwise the
-  machine workload ``W_j`` is recomputed from the integer counts ``Q_.j`` in a
-  fixed order whenever they change, so machines with equal counts have
-  bit-equal workloads.
-* **Ties** — the tied machines are collected during the scan and one is drawn
-  uniformly (one draw from the tie stream) for ``random``; the exact-weight,
-  lowest-index case takes a branch-free scan over gathered weights.
+* **FCFS queues** — singly linked lists in one pool of task records (class,
+  unit size, arrival time, next) with a free list: memory is proportional to
+  the instability bound on the number in system, not to bound x machines.
+  Arrays are never re-bound inside the loop, which keeps reference counting
+  out of it.
+* **Expected completion time** ``ECT_ij = work_j + 1/mu_ij`` in floating
+  point, ``work_j = sum_i' Q_i'j (1/mu_i'j)`` — exactly the arithmetic a user
+  policy does with the ``work`` array it receives (the same array), so a
+  user-written MCT reproduces the built-in one bit for bit. ``work_j`` is
+  recomputed from the integer counts ``Q_.j`` in a fixed order whenever they
+  change, so machines with equal counts have bit-equal workloads; when every
+  ``1/mu_ij`` is a short binary fraction (e.g. rates 1, 2, 4, 8) every sum is
+  exact and the running sum is updated in place instead (``incremental``).
+* **Ties** — machines whose ``ECT`` values are equal (bit-equal) are tied:
+  they are collected during the scan and one is drawn uniformly (one draw from
+  the tie stream) for ``random``; the lowest-index case takes a plain scan over
+  gathered weights.
 * **Common random numbers** — the size ``X`` (unit mean) of the ``k``-th task
   of class ``i`` comes from class ``i``'s own execution stream and is drawn at
   arrival; its execution time on machine ``j`` is ``X / mu_ij``. Arrivals of
   class ``i`` use stream ``i``; the policy's draws and tie-breaking have their
   own streams. So two policies see the same arrivals and the same task sizes.
-* **User policies** — :func:`make_user_kernel` compiles this same function
-  with the global ``_user_select`` bound to the user's compiled function: the
-  call is a direct (inlinable) call, specialised once per policy per process.
-  The built-in kernel binds it to a stub and is cached on disk.
-* **Time averages** are accumulated lazily: per class only when that class's
-  count changes.
+* **Policies** — the arrival's machine comes from ``_select``: in the
+  built-in kernel (cached on disk) :func:`_builtin_select`, one branch per
+  policy code; :func:`make_user_kernel` compiles this same loop again with
+  ``_select`` bound to a selection that calls the user's compiled function
+  (a direct, inlined call; the built-in policies are not compiled into it),
+  once per policy per process.
+* **Time averages** per class are sums of the tasks' times in system within
+  ``[warmup, end]`` (added at completion, and for the tasks left at the end),
+  so an event costs no per-class bookkeeping; the total number in system goes
+  into the segment averages of the instability rule.
 """
 
 from __future__ import annotations
@@ -67,34 +75,29 @@ def n_streams(N: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def _argmin_ect(i, lst, row, cnt, W, w, use_state, tie, st, s_tie, tol, buf):
-    """Machine of ``lst[row, :cnt]`` (ascending indices) with least expected completion time.
+def _argmin_ect(i, lst, row, cnt, W, w, use_state, tie, st, s_tie, buf):
+    """Machine of ``lst[row, :cnt]`` (ascending indices) with least ``W[j] + w[i, j]``.
 
     (2-D list + row index rather than a row slice: a slice would cost a
-    reference-count update per call in the hot loop.) Ties: within relative
-    ``tol`` (0 when the weights are exact integers).
+    reference-count update per call in the hot loop.) Ties: equal values.
     """
     best = lst[row, 0]
     bv = w[i, best]
     if use_state:
-        bv += W[best]
-    lo = bv - tol * bv  # below lo: strictly better; up to hi: a tie
-    hi = bv + tol * bv
+        bv = W[best] + bv
     nt = 1
     buf[0] = best
     for k in range(1, cnt):
         j = lst[row, k]
         v = w[i, j]
         if use_state:
-            v += W[j]
-        if v < lo:
+            v = W[j] + v
+        if v < bv:
             best = j
             bv = v
-            lo = bv - tol * bv
-            hi = bv + tol * bv
             nt = 1
             buf[0] = j
-        elif v <= hi and tie != TIE_LOWEST:
+        elif v == bv and tie != TIE_LOWEST:
             buf[nt] = j
             nt += 1
     if nt > 1:
@@ -107,7 +110,7 @@ def _argmin_ect(i, lst, row, cnt, W, w, use_state, tie, st, s_tie, tol, buf):
 
 @njit(cache=True, inline="always")
 def _argmin_fast(i, lst, cnt, W, wc):
-    """Fast path of :func:`_argmin_ect`: exact weights, lowest-index ties.
+    """Fast path of :func:`_argmin_ect`: lowest-index ties.
 
     ``wc[i, k] = w[i, lst[i, k]]`` (gathered once): one indirect load per candidate.
     """
@@ -140,10 +143,10 @@ def _sample(i, lst, row, cnt, pw, total, skip, st, s_pol):
 
 
 @njit(cache=True)
-def _two_choices(i, lst, row, cnt, pw, W, w, tie, st, s_pol, s_tie, tol, pair, buf):
+def _two_choices(i, lst, row, cnt, pw, W, w, tie, st, s_pol, s_tie, pair, buf):
     """Power of two choices among ``lst[row, :cnt]`` with weights ``pw`` (LPAS-2/k, §2.3.1)."""
     if cnt <= 2:
-        return _argmin_ect(i, lst, row, cnt, W, w, True, tie, st, s_tie, tol, buf)
+        return _argmin_ect(i, lst, row, cnt, W, w, True, tie, st, s_tie, buf)
     total = 0.0
     for k in range(cnt):
         total += pw[i, lst[row, k]]
@@ -155,20 +158,70 @@ def _two_choices(i, lst, row, cnt, pw, W, w, tie, st, s_pol, s_tie, tol, pair, b
     else:
         pair[0, 0] = j2
         pair[0, 1] = j1
-    return _argmin_ect(i, pair, 0, 2, W, w, True, tie, st, s_tie, tol, buf)
+    return _argmin_ect(i, pair, 0, 2, W, w, True, tie, st, s_tie, buf)
 
 
-@njit(cache=True)
-def _no_user_policy(i, mu, n, work, u):
-    """Stub bound in the built-in kernel (never called: built-in codes only)."""
-    return -1
+@njit(cache=True, inline="always")
+def _builtin_select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+                    tmp, pair, buf, assigned, arrived, pi, cmat, pw):
+    """Machine for a class-``i`` arrival under a built-in policy; ``(j, contacted, binds)`` increments."""
+    if policy == MCT or policy == KPB or policy == LPAS:
+        if fast:
+            return _argmin_fast(i, cand, ncand[i], W, wc), ncand[i], 0
+        return _argmin_ect(i, cand, i, ncand[i], W, w, True, tie, st, s_tie, buf), ncand[i], 0
+    if policy == MET:
+        return _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, buf), 0, 0
+    if policy == LPSTATIC:
+        total = 0.0
+        for k in range(ncand[i]):
+            total += pw[i, cand[i, k]]
+        return _sample(i, cand, i, ncand[i], pw, total, -1, st, s_pol), 0, 0
+    if policy == LPAS2K:
+        return _two_choices(i, cand, i, ncand[i], pw, W, w, tie, st, s_pol, s_tie, pair, buf), min(ncand[i], 2), 0
+    # Guided-LPAS(-2/k), §2.4: T_i(t) = {j in S_i : a_ij(t-) < pi_ij a_i(t) + C_ij sqrt(t)}
+    # (``arrived[i]`` already counts this arrival: a_i(t); ``assigned`` is a_ij(t-))
+    rt = np.sqrt(t)
+    cnt = 0
+    for k in range(ncand[i]):
+        jj = cand[i, k]
+        if assigned[i, jj] < pi[i, jj] * arrived[i] + cmat[i, jj] * rt:
+            tmp[0, cnt] = jj
+            cnt += 1
+    if cnt == 0:  # cannot happen in exact arithmetic (sum_j pi_ij = 1); guard rounding
+        for k in range(ncand[i]):
+            tmp[0, k] = cand[i, k]
+        cnt = ncand[i]
+    binds = 0
+    if policy == GLPAS:
+        j = _argmin_ect(i, tmp, 0, cnt, W, w, True, tie, st, s_tie, buf)
+        if cnt < ncand[i]:
+            # binds when the unrestricted LPAS choice is excluded by (iii)
+            jl = _argmin_ect(i, cand, i, ncand[i], W, w, True, TIE_LOWEST, st, s_tie, buf)
+            jg = _argmin_ect(i, tmp, 0, cnt, W, w, True, TIE_LOWEST, st, s_tie, buf)
+            if W[jl] + w[i, jl] < W[jg] + w[i, jg]:
+                binds = 1
+        return j, cnt, binds
+    j = _two_choices(i, tmp, 0, cnt, pw, W, w, tie, st, s_pol, s_tie, pair, buf)
+    return j, min(cnt, 2), 1 if cnt < ncand[i] else 0
 
 
-_user_select = _no_user_policy
+# the selection the kernel calls; make_user_kernel compiles the kernel again with a user's
+_select = _builtin_select
+
+
+def _user_selector(fn):
+    """A selection with the signature of :func:`_builtin_select` that calls the user's compiled ``fn``."""
+
+    @njit(inline="always")
+    def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+               tmp, pair, buf, assigned, arrived, pi, cmat, pw):
+        return fn(i, mu, qlen, W, uniform(st, s_pol)), 0, 0
+
+    return select
 
 
 def _run_mapping(
-    policy, alpha, mu, w, tol, cand, ncand, pw, pi, cmat,
+    policy, alpha, mu, w, incremental, cand, ncand, pw, pi, cmat,
     dist, dpar, gen, horizon, warmup, max_in_system, tie, st, out_q, out_resp, out_seg, out_int, out_assigned,
 ):
     """Simulate one replication; compiled, no checks, writes the ``out_*`` arrays.
@@ -180,19 +233,18 @@ def _run_mapping(
     """
     N = alpha.shape[0]
     M = mu.shape[1]
-    exact = tol == 0.0
-    fast = exact and tie == TIE_LOWEST
+    fast = tie == TIE_LOWEST
     user = policy == USER
     wc = np.zeros(cand.shape, np.float64)
     for i in range(N):
         for k in range(ncand[i]):
             wc[i, k] = w[i, cand[i, k]]
-    # 1/mu with 0 where a machine cannot run a class: the user policy's workloads
+    # 1/mu with 0 where a machine cannot run a class (no task of that class is ever there)
     winv = np.zeros((N, M), np.float64)
     for i in range(N):
         for j in range(M):
             if mu[i, j] > 0.0:
-                winv[i, j] = 1.0 / mu[i, j]
+                winv[i, j] = w[i, j]
     s_pol = 2 * N
     s_tie = 2 * N + 1
     ev = ev_new(N + M)
@@ -200,23 +252,23 @@ def _run_mapping(
         ev_schedule(ev, i, expo(st, i) / alpha[i], PRIO_ARRIVAL)
     ht = ev.ht
     hs = ev.hs
-    # --- queues (ring buffers); pages are committed only when touched, so an
-    # unused capacity costs address space, not memory
-    cap = 64
-    while cap < max_in_system + 2:
-        cap *= 2
-    qc = np.empty((M, cap), np.int64)
-    qx = np.empty((M, cap), np.float64)
-    qa = np.empty((M, cap), np.float64)
-    head = np.zeros(M, np.int64)
+    # --- FCFS queues: linked lists in one pool of task records, with a free list
+    cap = max_in_system + 2
+    qc = np.empty(cap, np.int64)
+    qx = np.empty(cap, np.float64)
+    qa = np.empty(cap, np.float64)
+    qn = np.empty(cap, np.int64)
+    for s in range(cap - 1):
+        qn[s] = s + 1
+    qn[cap - 1] = -1
+    free = 0
+    head = np.full(M, -1, np.int64)
+    tail = np.full(M, -1, np.int64)
     qlen = np.zeros(M, np.int64)
     Q = np.zeros((N, M), np.int64)
-    W = np.zeros(M, np.float64)
-    work = np.zeros(M, np.float64)
+    W = np.zeros(M, np.float64)  # work_j: the user policy's ``work``
     assigned = np.zeros((N, M), np.int64)
     arrived = np.zeros(N, np.int64)
-    ncls = np.zeros(N, np.int64)
-    last = np.zeros(N, np.float64)
     area = np.zeros(N, np.float64)
     done_c = np.zeros(N, np.int64)
     gpos = np.zeros(N, np.int64)
@@ -242,56 +294,16 @@ def _run_mapping(
             # ---------------- arrival of class i
             i = code
             arrived[i] += 1
-            if policy == MCT or policy == KPB or policy == LPAS:
-                if fast:
-                    j = _argmin_fast(i, cand, ncand[i], W, wc)
-                else:
-                    j = _argmin_ect(i, cand, i, ncand[i], W, w, True, tie, st, s_tie, tol, buf)
-                contacted += ncand[i]
-            elif user:
-                j = _user_select(i, mu, qlen, work, uniform(st, s_pol))
+            j, dc, db = _select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+                                tmp, pair, buf, assigned, arrived, pi, cmat, pw)
+            contacted += dc
+            binds += db
+            if user:
                 if j < 0 or j >= M or not mu[i, j] > 0.0:
                     status = ST_BAD_CHOICE
                     out_int[O_BAD_CLASS] = i
                     out_int[O_BAD_VALUE] = j
                     break
-            elif policy == MET:
-                j = _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, tol, buf)
-            elif policy == LPSTATIC:
-                total = 0.0
-                for k in range(ncand[i]):
-                    total += pw[i, cand[i, k]]
-                j = _sample(i, cand, i, ncand[i], pw, total, -1, st, s_pol)
-            elif policy == LPAS2K:
-                j = _two_choices(i, cand, i, ncand[i], pw, W, w, tie, st, s_pol, s_tie, tol, pair, buf)
-                contacted += min(ncand[i], 2)
-            else:
-                # Guided-LPAS(-2/k), §2.4: T_i(t) = {j in S_i : a_ij(t-) < pi_ij a_i(t) + C_ij sqrt(t)}
-                rt = np.sqrt(t)
-                cnt = 0
-                for k in range(ncand[i]):
-                    jj = cand[i, k]
-                    if assigned[i, jj] < pi[i, jj] * arrived[i] + cmat[i, jj] * rt:
-                        tmp[0, cnt] = jj
-                        cnt += 1
-                if cnt == 0:  # cannot happen in exact arithmetic (sum_j pi_ij = 1); guard rounding
-                    for k in range(ncand[i]):
-                        tmp[0, k] = cand[i, k]
-                    cnt = ncand[i]
-                if policy == GLPAS:
-                    j = _argmin_ect(i, tmp, 0, cnt, W, w, True, tie, st, s_tie, tol, buf)
-                    contacted += cnt
-                    if cnt < ncand[i]:
-                        # binds when the unrestricted LPAS choice is excluded by (iii)
-                        jl = _argmin_ect(i, cand, i, ncand[i], W, w, True, TIE_LOWEST, st, s_tie, tol, buf)
-                        jg = _argmin_ect(i, tmp, 0, cnt, W, w, True, TIE_LOWEST, st, s_tie, tol, buf)
-                        if W[jl] + w[i, jl] < W[jg] + w[i, jg] - tol * (W[jg] + w[i, jg]):
-                            binds += 1
-                else:
-                    j = _two_choices(i, tmp, 0, cnt, pw, W, w, tie, st, s_pol, s_tie, tol, pair, buf)
-                    contacted += min(cnt, 2)
-                    if cnt < ncand[i]:
-                        binds += 1
             assigned[i, j] += 1
             # task size (unit mean), from class i's execution stream
             if dist == EXP:
@@ -306,31 +318,29 @@ def _run_mapping(
                     break
                 x = gen[i, gpos[i]]
                 gpos[i] += 1
-            p = (head[j] + qlen[j]) & (cap - 1)
-            qc[j, p] = i
-            qx[j, p] = x
-            qa[j, p] = t
+            p = free  # never -1: n <= max_in_system < cap
+            free = qn[p]
+            qc[p] = i
+            qx[p] = x
+            qa[p] = t
+            qn[p] = -1
+            if qlen[j] == 0:
+                head[j] = p
+            else:
+                qn[tail[j]] = p
+            tail[j] = p
             qlen[j] += 1
-            if t > warmup:
-                area[i] += ncls[i] * (t - max(last[i], warmup))
-            last[i] = t
-            ncls[i] += 1
             n += 1
             if n > peak:
                 peak = n
             Q[i, j] += 1
-            if exact:  # integer-valued weights: the running sum is exact
-                W[j] += w[i, j]
+            if incremental:  # every sum is exact: the running sum equals the recomputed one
+                W[j] += winv[i, j]
             else:  # recompute from the counts in a fixed order (bit-equal for equal counts)
                 acc = 0.0
                 for c in range(N):
-                    acc += Q[c, j] * w[c, j]
-                W[j] = acc
-            if user:
-                acc = 0.0
-                for c in range(N):
                     acc += Q[c, j] * winv[c, j]
-                work[j] = acc
+                W[j] = acc
             # next arrival of class i: the top slot moves down (one sift-down)
             ev_schedule(ev, i, t + expo(st, i) / alpha[i], PRIO_ARRIVAL)
             if qlen[j] == 1:
@@ -342,41 +352,40 @@ def _run_mapping(
             # ---------------- completion at machine j
             j = code - N
             p = head[j]
-            c = qc[j, p]
-            if qa[j, p] >= warmup:
-                out_resp[c] += t - qa[j, p]
+            c = qc[p]
+            if qa[p] >= warmup:
+                out_resp[c] += t - qa[p]
                 done_c[c] += 1
-            head[j] = (p + 1) & (cap - 1)
+            head[j] = qn[p]
+            qn[p] = free
+            free = p
             qlen[j] -= 1
-            if t > warmup:
-                area[c] += ncls[c] * (t - max(last[c], warmup))
-            last[c] = t
-            ncls[c] -= 1
+            if t > warmup:  # time this task spent in system within [warmup, t]
+                area[c] += t - max(qa[p], warmup)
             n -= 1
             Q[c, j] -= 1
-            if exact:
-                W[j] -= w[c, j]
+            if incremental:
+                W[j] -= winv[c, j]
             else:
                 acc = 0.0
                 for cc in range(N):
-                    acc += Q[cc, j] * w[cc, j]
-                W[j] = acc
-            if user:
-                acc = 0.0
-                for cc in range(N):
                     acc += Q[cc, j] * winv[cc, j]
-                work[j] = acc
+                W[j] = acc
             if qlen[j] > 0:
                 p = head[j]
-                ev_schedule(ev, code, t + qx[j, p] / mu[qc[j, p], j], PRIO_COMPLETION)
+                ev_schedule(ev, code, t + qx[p] / mu[qc[p], j], PRIO_COMPLETION)
             else:
                 ev_cancel(ev, code)
     # --- close the time averages at the end (horizon, or the stopping time)
     t_end = horizon if status == ST_OK else max(t, warmup)
     span = max(t_end - warmup, 1e-300)
+    if t_end > warmup:  # tasks still in system at the end
+        for j in range(M):
+            p = head[j]
+            for _ in range(qlen[j]):
+                area[qc[p]] += t_end - max(qa[p], warmup)
+                p = qn[p]
     for i in range(N):
-        if t_end > warmup:
-            area[i] += ncls[i] * (t_end - max(last[i], warmup))
         out_q[i] = area[i] / span
     if status == ST_OK:
         seg_close(sg, horizon, n, out_seg)
@@ -408,7 +417,7 @@ def make_user_kernel(user) -> object:
     if k is None:
         fn = user.compiled()
         g = dict(_run_mapping.__globals__)
-        g["_user_select"] = fn
+        g["_select"] = _user_selector(fn)
         body = _pytypes.FunctionType(_run_mapping.__code__, g, "run_mapping_" + "".join(
             ch if ch.isalnum() else "_" for ch in user.name), _run_mapping.__defaults__, _run_mapping.__closure__)
         k = njit(cache=False)(body)

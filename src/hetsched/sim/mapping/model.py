@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -13,39 +12,25 @@ from ..core.instability import default_bound as _bound
 from ..core.variates import GENERAL, ExecDist, exec_dist
 from .policies import DEFAULT_TIE, resolve, tie_code
 
-__all__ = ["prepare", "integer_weights", "default_bound"]
+__all__ = ["prepare", "ect_weights", "default_bound"]
 
 
-def integer_weights(mu: np.ndarray, max_l: float = 2.0**36) -> tuple[np.ndarray, bool]:
-    """Expected-execution-time weights ``w_ij`` proportional to ``1/mu_ij``.
+def ect_weights(mu: np.ndarray, bound: int) -> tuple[np.ndarray, bool]:
+    """``(w, incremental)``: ``w_ij = 1/mu_ij`` (``inf`` where ``mu_ij = 0``) and whether sums are exact.
 
-    When every positive rate is a decimal with at most three digits and the
-    least common multiple ``L`` of the scaled rates is small, ``w_ij = L/mu_ij``
-    are integers and every workload sum is exact (ties are exact); otherwise
-    ``w_ij = 1/mu_ij`` in floating point (ties then use a relative tolerance).
-    Returns ``(w, exact)``; ``w`` is ``inf`` where ``mu_ij = 0``.
+    ``incremental`` is true when every finite ``w_ij`` is a binary fraction
+    ``k / 2^p`` and any sum of up to ``bound`` of them stays below ``2^53 /
+    2^p``: every workload sum is then exact in floating point, so the kernel
+    may update it in place instead of recomputing it from the counts.
     """
-    pos = mu[mu > 0]
-    for d in range(4):
-        scaled = pos * 10**d
-        if np.all(np.abs(scaled - np.round(scaled)) < 1e-9 * np.maximum(1, scaled)):
-            ints = np.round(scaled).astype(np.int64)
-            L = 1
-            for r in np.unique(ints):
-                L = L * int(r) // math.gcd(L, int(r))
-                if L > max_l:
-                    break
-            if L <= max_l:
-                w = np.full(mu.shape, np.inf)
-                m = mu > 0
-                # 1/mu = 10^d / r  ->  scaled by L / 10^d:  w = L / r, an integer
-                w[m] = np.array([Fraction(L) / Fraction(int(r)) for r in np.round(mu[m] * 10**d).astype(np.int64)],
-                                float)
-                if np.all(w[m] == np.round(w[m])):
-                    return w, True
-            break
     w = np.full(mu.shape, np.inf)
-    w[mu > 0] = 1.0 / mu[mu > 0]
+    pos = mu > 0
+    w[pos] = 1.0 / mu[pos]
+    fin = w[pos]
+    for p in range(0, 41):
+        scaled = fin * 2.0**p
+        if np.all(scaled == np.floor(scaled)):
+            return w, bool(fin.max() * bound * 2.0**p < 2.0**53)
     return w, False
 
 
@@ -94,7 +79,6 @@ def prepare(
     mu = np.ascontiguousarray(system.mu_effective, dtype=float)
     alpha = np.ascontiguousarray(system.alpha_array, dtype=float)
     N, M = mu.shape
-    w, exact = integer_weights(mu)
     can = mu > 0
     pw = np.zeros((N, M))
     pi = np.zeros((N, M))
@@ -129,6 +113,7 @@ def prepare(
         max_in_system = default_bound(system)
     if not (isinstance(max_in_system, (int, np.integer)) and max_in_system >= 1):
         raise ModelError(f"max_in_system must be a positive integer, got {max_in_system!r}")
+    w, incremental = ect_weights(mu, int(max_in_system))
     tcode = tie_code(tie)
     if user is not None:
         user.compiled()  # compile and check the user's function once, here: errors name the policy
@@ -145,8 +130,7 @@ def prepare(
         "alpha": alpha,
         "mu": mu,
         "w": w,
-        "tol": 0.0 if exact else 1e-12,
-        "exact": exact,
+        "incremental": incremental,
         "cand": cand,
         "ncand": ncand,
         "pw": pw,

@@ -115,6 +115,8 @@ class MappingPolicy:
     specialised again once per process.
     """
 
+    __hetsched_model__ = "mapping"  # hetsched.simulate routes a policy object to its model by this
+
     def __init__(self, fn, name: str | None = None, _token: str | None = None):
         if not callable(fn):
             raise ModelError(f"mapping_policy needs a function f(i, mu, n, work, u), got {fn!r}")

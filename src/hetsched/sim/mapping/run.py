@@ -59,7 +59,7 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
         t0 = time.perf_counter()
         c0 = time.process_time()
         run(
-            params["code"], alpha, mu, params["w"], params["tol"], params["cand"], params["ncand"],
+            params["code"], alpha, mu, params["w"], params["incremental"], params["cand"], params["ncand"],
             params["pw"], params["pi"], params["C"], d.code, dpar, gen,
             H, params["warmup"], params["max_in_system"], params["tie"], st,
             out_q, out_resp, out_seg, out_int, out_assigned,
@@ -131,7 +131,7 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
         runs, model="mapping", policy=params["policy"], metric="Q", key="Q", per_class=per_class,
         wall_seconds=wall, unstable=unstable, message=msg, scenario=scenario, horizon=params["horizon"], seed=seed,
         options={"k": params["k"], "tie": params["tie_name"], "dist": params["dist"].name,
-                 "warmup": params["warmup"], "exact_weights": params["exact"],
+                 "warmup": params["warmup"], "incremental_sums": params["incremental"],
                  "max_in_system": params["max_in_system"], "lambda_star": params["lam"]},
         extra={
             "unstable_reps": int(n_trend), "hit_bound_reps": int(n_bound), "warmup": params["warmup"],
@@ -236,12 +236,13 @@ def simulate(
 _CLI_OPTIONS = {"k", "dist", "tie", "warmup", "C", "scv", "lp_solution", "max_in_system"}
 
 
-def simulate_cli(system, policy, *, reps: int, horizon: float, seed: int, workers: int | None,
+def simulate_cli(system, policy, *, reps: int, horizon: float | None, seed: int, workers: int | None,
                  backend: str, scheduler: str | None, progress: bool, options: dict) -> SimResult:
     """Model entry for ``hetsched simulate`` (see :mod:`hetsched.sim`): a :class:`SimResult`."""
     bad = sorted(set(options) - _CLI_OPTIONS)
     if bad:
         raise ModelError(f"option(s) {', '.join('--' + b for b in bad)} do not apply to policy {policy!r} "
                          f"(mapping model)")
-    return simulate(system, policy, reps=reps, horizon=horizon, seed=seed, workers=workers,
+    return simulate(system, policy, reps=reps, horizon=20_000.0 if horizon is None else horizon, seed=seed,
+                    workers=workers,
                     backend=backend, scheduler=scheduler, progress=progress, **options)
