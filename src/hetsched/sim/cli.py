@@ -40,7 +40,7 @@ def simulate_cmd(
     c: Optional[float] = typer.Option(None, "--c", help="Guided-LPAS constant C_ij (same for all i, j; default 1)."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="Replay an SWF log (.swf or .swf.gz) instead of "
                                          "Poisson arrivals; --reps = consecutive windows of the log."),
-    load: Optional[float] = typer.Option(None, "--load", help="With --trace: rescale time so that the allocation "
+    rho: Optional[float] = typer.Option(None, "--load", help="With --trace: rescale time so that the allocation "
                                          "LP for the log's class mix gives 1/lambda* = RHO (default: the log's own "
                                          "time axis)."),
     classes: Optional[str] = typer.Option(None, "--classes", help="With --trace: class of a job by runtime "
@@ -63,7 +63,7 @@ def simulate_cmd(
     options = {name: v for name, v in (("k", k), ("dist", dist), ("tie", tie), ("warmup", warmup), ("C", c))
                if v is not None}
     tw = None
-    if (load is not None or classes is not None) and trace is None:
+    if (rho is not None or classes is not None) and trace is None:
         raise HetschedError("--load and --classes apply to a trace replay only (give --trace FILE)")
     if records is not None:  # checked before the run, so that a bad path never costs a finished run
         _check_out(records)
@@ -71,9 +71,9 @@ def simulate_cmd(
     if trace is not None:
         from ..traces import workload
 
-        tw = workload(trace, system, classes="runtime" if classes is None else classes, load=load)
+        tw = workload(trace, system, classes="runtime" if classes is None else classes, load=rho)
         options["trace"] = tw
-        if not json_out and load is None:
+        if not json_out and rho is None:
             typer.echo(f"{trace}: {len(tw)} jobs; {tw.verdict}")
     entry = model.load_entry()
     res = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
