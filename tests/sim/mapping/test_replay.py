@@ -203,3 +203,29 @@ def test_cli_trace_records_and_plots(tmp_path, gaia_head):
     assert r.exit_code == 2 and "replication 7" in r.output
     r = CliRunner().invoke(app, ["simulate", "2.C1", "--policy", "mct", "--load", "0.8"])
     assert r.exit_code == 2 and "--trace" in r.output
+
+
+# ----------------------------------------------------------------------------- experiment
+@needs_logs
+def test_reproduce_traces_quick(tmp_path):
+    """``hetsched reproduce traces --quick``: every log x load x policy, CIs, a plot; the windows give finite
+    intervals around W; MCT never worse than MET (MET ignores the queues: an invariant of this system)."""
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    r = CliRunner().invoke(app, ["reproduce", "traces", "--quick", "--json", "--workers", "1",
+                                 "--outdir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    js = json.loads(r.output)
+    rows = js["rows"]
+    assert len(rows) == 3 * 3 * 6 and {r["log"] for r in rows} == {"NASA", "Gaia", "LCG"}
+    assert (tmp_path / "traces" / "traces.png").stat().st_size > 1000
+    for row in rows:
+        assert 2500 < row["jobs"] <= 3000 and row["windows"] == 5 and not row["unstable"]
+        assert row["ci_low"] < row["W"] < row["ci_high"]
+    for log in ("NASA", "Gaia", "LCG"):
+        for rho in (0.7, 0.8, 0.9):
+            W = {row["policy"]: row["W"] for row in rows if row["log"] == log and row["load"] == rho}
+            assert len({row["jobs"] for row in rows if row["log"] == log}) == 1  # same jobs for every policy
+            assert W["MCT"] < W["MET"], (log, rho, W)

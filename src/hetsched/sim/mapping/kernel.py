@@ -223,7 +223,7 @@ def _user_selector(fn):
 def _run_mapping(
     policy, alpha, mu, w, incremental, cand, ncand, pw, pi, cmat,
     dist, dpar, gen, horizon, warmup, max_in_system, tie, st, out_q, out_resp, out_seg, out_int, out_assigned,
-    tr_t, tr_x, tr_c, rec_a, rec_s, rec_e, rec_m, rec_c, out_tend,
+    tr_t, tr_x, tr_c, rec_a, rec_s, rec_e, rec_m, rec_c, out_tend, out_work,
 ):
     """Simulate one replication; compiled, no checks, writes the ``out_*`` arrays.
 
@@ -240,7 +240,8 @@ def _run_mapping(
     order) gets ``rec_a/rec_s/rec_e[k]`` arrival, start, end (``nan`` until it
     happens) and ``rec_m[k]`` its machine; a run with more tasks than
     ``rec_a`` holds stops with ``ST_RECORDS_FULL``. ``out_tend[0]`` is the time
-    the statistics were closed at.
+    the statistics were closed at; ``out_work[j]`` the work (sum of execution
+    times ``x / mu_ij``) the policy sent to machine ``j``.
     """
     N = alpha.shape[0]
     M = mu.shape[1]
@@ -383,6 +384,7 @@ def _run_mapping(
                 ev_schedule(ev, 0, tr_t[tpos], PRIO_ARRIVAL)
             else:
                 ev_cancel(ev, 0)
+            out_work[j] += x / mu[i, j]
             if qlen[j] == 1:
                 ev_schedule(ev, N + j, t + x / mu[i, j], PRIO_COMPLETION)
                 if rec:

@@ -84,6 +84,7 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
         out_int = np.zeros(K.O_DONE + N, np.int64)
         out_assigned = np.zeros((N, mu.shape[1]), np.int64)
         out_tend = np.zeros(1)
+        out_work = np.zeros(mu.shape[1])
         if want_rec:
             if rec_len == 0:
                 rec_len = tr_t.shape[0] if trace else int(alpha.sum() * H + 8 * math.sqrt(alpha.sum() * H) + 64)
@@ -100,7 +101,7 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
             params["pw"], params["pi"], params["C"], d.code, dpar, gen,
             H, params["warmup"], params["max_in_system"], params["tie"], st,
             out_q, out_resp, out_seg, out_int, out_assigned,
-            tr_t, tr_x, tr_c, rec_a, rec_s, rec_e, rec_m, rec_c, out_tend,
+            tr_t, tr_x, tr_c, rec_a, rec_s, rec_e, rec_m, rec_c, out_tend, out_work,
         )
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
@@ -148,7 +149,8 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
         "share": (out_assigned / np.maximum(out_assigned.sum(axis=1, keepdims=True), 1)).tolist(),
         "wall": wall,
         "cpu": cpu,
-        **({"jobs": int(tr_t.shape[0]), "t_end": t_end, "window_start": tr_t0} if trace else {}),
+        **({"jobs": int(tr_t.shape[0]), "t_end": t_end, "window_start": tr_t0, "work": out_work.tolist(),
+            "span": float(tr_t[-1])} if trace else {}),
         **(_rec_arrays(rec_a, rec_s, rec_e, rec_m, rec_c, tr_lo, tr_t0, arrivals)
            if want_rec else {}),
     }
@@ -193,6 +195,12 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
     records = records_of(runs) if params.get("records") else None
     unstable, n_bound, n_trend = verdict([r["hit_bound"] for r in runs], [r["trend"] for r in runs])
     metric = "Q" if tr is None else "W"
+    policy_load = busiest = None
+    if tr is not None:  # the utilisation the policy's routing offers its busiest machine, over the whole trace
+        work = np.sum([r["work"] for r in runs], axis=0)
+        span = sum(r["span"] for r in runs)
+        busiest = int(np.argmax(work))
+        policy_load = float(work[busiest] / span) if span > 0 else float("inf")
     per_class = [per_class_entry(i, [r[f"{metric}_class"][i] for r in runs],
                                  Q=[r["Q_class"][i] for r in runs], W=[r["W_class"][i] for r in runs])
                  for i in range(N)]
@@ -214,7 +222,8 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
     if tr is not None:
         trace_extra = {"jobs": int(sum(r["jobs"] for r in runs)), "load": tr["load"], "lp_lambda": tr["lp_lambda"],
                        "target_load": tr["target_load"], "classes": tr["rule"], "trace": tr["source"],
-                       "windows": R, "verdict": tr["verdict"], "Q": float(np.mean([r["Q"] for r in runs]))}
+                       "windows": R, "verdict": tr["verdict"], "Q": float(np.mean([r["Q"] for r in runs])),
+                       "policy_load": policy_load, "busiest_machine": busiest}
     if records is not None:
         trace_extra["records_unfinished"] = int(sum(r.pop("rec_unfinished") for r in runs))
     res = from_replications(
@@ -246,7 +255,13 @@ def prepare_trace(params: dict, tw, reps: int) -> dict:
     if tw.N != len(params["alpha"]):
         raise ModelError(f"trace: prepared for {tw.N} classes, the system has {len(params['alpha'])}")
     bounds = np.r_[0, np.cumsum([len(p) for p in np.array_split(np.arange(n), int(reps))])].astype(np.int64)
-    return {**params, "horizon": float(np.finfo(float).max), "warmup": 0.0,
+    ns = params["ns_formula"]
+    if ns is not None:  # machines contacted per arrival: weighted by the trace's job counts, not by alpha
+        nc = params["ncand"]
+        per = {"met": 0 * nc, "lp-static": 0 * nc, "lpas-2k": np.minimum(nc, 2),
+               "guided-lpas-2k": np.minimum(nc, 2)}.get(params["policy"], nc)
+        ns = float(np.bincount(tw.klass, minlength=len(nc)) @ per / n)
+    return {**params, "ns_formula": ns, "horizon": float(np.finfo(float).max), "warmup": 0.0,
             "max_in_system": max(int(params["max_in_system"]), n + 1),
             "trace": {"t": np.ascontiguousarray(tw.arrival, dtype=float), "x": np.ascontiguousarray(tw.size, dtype=float),
                       "c": np.ascontiguousarray(tw.klass, dtype=np.int64), "bounds": bounds,
