@@ -60,7 +60,8 @@ def _plot(rows: list[dict], path: Path, logs: list[str], loads: list[float], pol
         for k, pol in enumerate(policies):
             xs, ys, lo, hi = [], [], [], []
             for rho in loads:
-                r = next(r for r in rows if r["log"] == log and r["policy"] == LABEL[pol] and r["load"] == rho)
+                r = next(r for r in rows if r["log"] == log and r["policy"] == LABEL[pol] and r["load"] == rho
+                         and not r.get("paired"))
                 if r["unstable"]:
                     continue
                 xs.append(rho + (k - len(policies) / 2) * 0.006)
@@ -117,10 +118,11 @@ def run(opts: RunOptions) -> ExperimentResult:
                     "policy_load": res.policy_load, "Ns": res.contacted,
                     "per_class_W": [pc.get("W") for pc in res.per_class],
                     "events": res.events, "wall_seconds": res.wall_seconds,
+                    "W_windows": [r["W"] for r in res.replications],
                 })
     opts.outdir.mkdir(parents=True, exist_ok=True)
     fig = opts.outdir / "traces.png"
-    _plot(rows, fig, logs, loads, policies)
+    _plot([r for r in rows if not r.get("paired")], fig, logs, loads, policies)
     lines = [f"Mean response time W on 2.C1 fed by real logs ({reps} windows per log"
              + (f", first {jobs} jobs" if jobs else "") + "; 95% CI; time unit = the log's mean run time)"]
     head = f"{'log':6s} {'load':>5s} " + " ".join(f"{LABEL[p]:>22s}" for p in policies)
@@ -133,6 +135,28 @@ def run(opts: RunOptions) -> ExperimentResult:
                 cells.append(f"{'unstable (' + format(r['W_untrusted'], '.3g') + '?)':>22s}" if r["unstable"] else
                              f"{r['W']:9.4g} [{r['ci_low']:.3g},{r['ci_high']:.3g}]".rjust(22))
             lines.append(f"{log:6s} {rho:5.2f} " + " ".join(cells))
+    # paired comparison (all policies see the same windows): LPAS against each other policy
+    from ..stats import t_interval
+
+    if "lpas" in policies and len(policies) > 1:
+        lines.append("")
+        lines.append("LPAS against each policy, paired over the same windows: mean of W(LPAS) - W(other) "
+                     "[95% CI] (negative = LPAS better)")
+        lines.append(f"{'log':6s} {'load':>5s} " + " ".join(f"{LABEL[p]:>22s}" for p in policies if p != "lpas"))
+        for log in logs:
+            for rho in loads:
+                sel = {r["policy"]: r for r in rows if r["log"] == log and r["load"] == rho}
+                base = sel["LPAS"]
+                cells = []
+                for pol in policies:
+                    if pol == "lpas":
+                        continue
+                    other = sel[LABEL[pol]]
+                    d = t_interval([a - b for a, b in zip(base["W_windows"], other["W_windows"])])
+                    rows.append({"log": log, "load": rho, "policy": f"LPAS - {LABEL[pol]}", "paired": True,
+                                 "W": d.mean, "ci_low": d.low, "ci_high": d.high, "windows": reps})
+                    cells.append(f"{d.mean:+9.3g} [{d.low:+.3g},{d.high:+.3g}]".rjust(22))
+                lines.append(f"{log:6s} {rho:5.2f} " + " ".join(cells))
     notes = [f"replications = {reps} consecutive windows of each log, each replayed from an empty system; "
              "classes by run-time quantiles; load 1/lambda* of the allocation LP for the log's class mix",
              "policy_load: work sent to the busiest machine / the windows' time span (a diagnostic, not a "

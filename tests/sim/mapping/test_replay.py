@@ -218,8 +218,15 @@ def test_reproduce_traces_quick(tmp_path):
                                  "--outdir", str(tmp_path)])
     assert r.exit_code == 0, r.output
     js = json.loads(r.output)
-    rows = js["rows"]
+    rows = [r for r in js["rows"] if not r.get("paired")]
+    paired = [r for r in js["rows"] if r.get("paired")]
     assert len(rows) == 3 * 3 * 6 and {r["log"] for r in rows} == {"NASA", "Gaia", "LCG"}
+    assert len(paired) == 3 * 3 * 5
+    for d in paired:  # the paired difference is the difference of the two means (same windows)
+        a = next(r for r in rows if r["log"] == d["log"] and r["load"] == d["load"] and r["policy"] == "LPAS")
+        b = next(r for r in rows if r["log"] == d["log"] and r["load"] == d["load"]
+                 and r["policy"] == d["policy"].removeprefix("LPAS - "))
+        assert d["W"] == pytest.approx(a["W"] - b["W"], rel=1e-9, abs=1e-12)
     assert (tmp_path / "traces" / "traces.png").stat().st_size > 1000
     for row in rows:
         assert 2500 < row["jobs"] <= 3000 and row["windows"] == 5 and not row["unstable"]
