@@ -204,6 +204,8 @@ class PullPolicy:
     """
 
     code = USER
+    #: the model that runs it (``hetsched.simulate`` routes a policy object by this name)
+    __hetsched_model__ = "desktop-grid"
 
     def __init__(self, fn, name: str | None = None, uses_lp: bool = False, _token: str | None = None):
         if not callable(fn):

@@ -236,34 +236,26 @@ def test_random_ties_are_the_default_and_differ_from_lowest():
 
 
 def test_random_tie_spreads_first_tasks_uniformly():
-    """All machines idle since time 0 are tied: the first arrival goes to a uniform one (random),
-    to machine 0 (lowest) or machine M-1 (highest)."""
-    from hetsched.sim.desktop import prepare, replication
+    """All machines idle since time 0 are tied for the first arrival: a uniform one (random), machine 0
+    (lowest) or machine M-1 (highest). Machines differ in a_j, so they sit in different LP columns."""
+    from hetsched.sim.desktop import kernel as K
+    from hetsched.sim.desktop import prepare
+    from hetsched.sim.desktop.run import fresh_state
 
-    s = _mmc(c=5, lam=0.01)
+    s = System(id="five", alpha=(0.01,), groups=(MachineGroup("A", 5, (1.0,)),),
+               availability=(1.0, 0.9, 0.8, 0.7, 0.6))
     first = {}
     for tie in ("lowest", "highest", "random"):
+        p = prepare(s, "fcfs", tie=tie)
+        assert p.C == 5
         hits = np.zeros(5, int)
-        for k in range(300 if tie == "random" else 3):
-            p = prepare(s, "fcfs", horizon=1e-9, tie=tie)  # nothing happens; inspect the idle order instead
-            from hetsched.sim.desktop import kernel as K
-            r = replication(np.random.SeedSequence(k), p)
-            assert r["events"] == 0
-            m = K.Model(*p.model)
-            st = __import__("hetsched.sim.core.rng", fromlist=["make_streams"]).make_streams(
-                np.random.SeedSequence(k), K.N_STREAMS)
-            state = K.State(np.zeros((5, K.N_MI), np.int64), np.zeros((5, K.N_MF)), np.empty(10), np.empty(10, np.int64),
-                            np.empty(10, np.int64), np.full(1, -1, np.int64), np.full(1, -1, np.int64),
-                            np.zeros(1, np.int64), np.zeros(1), np.full(1, -1, np.int64), np.full(1, -1, np.int64),
-                            np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(K.N_IST, np.int64),
-                            np.zeros(K.N_FST), np.zeros(16), np.zeros(1, np.int64), np.zeros(1), np.zeros(5))
-            lp = K.LPState(np.zeros((1, 2)), np.zeros(2), np.zeros(1, np.int64), np.zeros(1), np.ones((1, 1), np.bool_),
-                           np.ones((1, 1), np.bool_), np.zeros((1, 1)), np.zeros(1, np.bool_),
-                           np.zeros((1, 1, 1), np.bool_))
-            K.init(m, state, lp, K.new_event_list(5, 1), st)
-            hits[K.find_machine(m, state, 0, lp.elig_static, st)] += 1
+        for k in range(500 if tie == "random" else 3):
+            m, st_, lp, ev, rng = fresh_state(p, np.random.SeedSequence(k))
+            K.init(m, st_, lp, ev, rng)
+            hits[K.find_machine(0, K.TIE_RULES_CODE[tie], m.muT, st_.mi, st_.mf, st_.chead, st_.cidle, st_.ninit,
+                                0, lp.elig_static, rng)] += 1
         first[tie] = hits
     assert first["lowest"][0] == 3 and first["highest"][4] == 3
     # uniform over 5 machines: chi-square with 4 d.o.f. below its 0.999 quantile (18.47)
-    e = 300 / 5
+    e = 500 / 5
     assert ((first["random"] - e) ** 2 / e).sum() < 18.47

@@ -11,18 +11,25 @@ arrays, and :func:`run` returns ``NEED_SUPPORT`` when the robust (central) LP
 support of the current capacity vector is not in its hash table; the Python
 side solves that LP, stores the support and calls :func:`run` again.
 
-Built on the core: the event list (slots: task timer of machine ``j`` =
-``j``, priority 0; availability timer = ``M + j``, priority 1; arrival of
-class ``i`` = ``2M + i``, priority 2; order ``(time, priority, sequence)``),
+Built on the core: the event list (three lists of :mod:`hetsched.sim.core.events`,
+:class:`Events`: task timers, slot ``j`` per machine, priority 0;
+availability timers, slot ``j``, priority 1; arrivals, slot ``i`` per class,
+priority 2; the next event is the earliest of the three first events, equal
+times in priority order, so the order is ``(time, priority, sequence)`` as in
+one list),
 the streams, the variates (:func:`hetsched.sim.core.variates.draw`), the LP
 tableau (:mod:`hetsched.sim.core.lptab`) and the instability segments.
 The class selection is :func:`hetsched.policies.pull.choose` compiled here.
 
 Performance notes (named where made):
 
-* the handled event's slot is rescheduled in place (one sift-down from the
+* three event lists instead of one: an arrival (half the events) sifts
+  through a heap of ``N`` entries, not ``2M + N`` (3.F: 4 instead of 6,004);
+  the handled event's slot is rescheduled in place (one sift-down from the
   root), never popped and pushed; a completion followed by a new start on
   the same machine reschedules its slot once;
+* the helpers called per event take arrays, not the namedtuples: a call
+  passing tuples of ~20 arrays costs more than the work it does;
 * no array views in the hot loop: the class selection reads ``muT[j, i]``
   and ``E[c, i]`` in place; the number waiting is kept incrementally;
 * the vertex LP of LPAS_DG is re-optimised in place by the dual simplex of
@@ -64,6 +71,9 @@ State = namedtuple("State", ["mi", "mf", "p_arr", "p_next", "free", "qhead", "qt
 LPState = namedtuple("LPState", ["T", "obj", "basis", "cap", "support", "elig_static", "keys_cap", "key_used",
                                  "sup_table"])
 
+#: three event lists of the core, one per kind of event (see the module docstring)
+Events = namedtuple("Events", ["task", "avail", "arrival"])
+
 # iopt fields
 I_POLICY, I_MRULE, I_RESUB, I_LPMODE, I_TIE, I_FAIL, I_UPK, I_DOWNK, I_EXECK, I_BOUND, I_USES_LP = range(11)
 N_IOPT = 11
@@ -88,6 +98,7 @@ N_FST = 2
 FCFS, GCMU, LPAS_DG, LPAS_DG_ROBUST, USER = 0, 1, 2, 3, 4
 R_LONGEST_IDLE, R_FASTEST, R_LOWEST_INDEX, R_RANDOM = 0, 1, 2, 3
 TIE_LOWEST, TIE_HIGHEST, TIE_RANDOM = 0, 1, 2
+TIE_RULES_CODE = {"lowest": TIE_LOWEST, "highest": TIE_HIGHEST, "random": TIE_RANDOM}
 # streams
 S_ARR, S_EXEC, S_FAIL, S_CHAIN, S_TIE, S_EST, S_USER = range(7)
 N_STREAMS = 7
@@ -151,7 +162,7 @@ def q_slot(s):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def q_push_back(s, i, tarr):
     k = q_slot(s)
     if k < 0:
@@ -168,7 +179,7 @@ def q_push_back(s, i, tarr):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def q_push_sorted(s, i, tarr):
     """Insert keeping arrival order (before the first task that arrived at or after ``tarr``)."""
     k = q_slot(s)
@@ -196,7 +207,7 @@ def q_push_sorted(s, i, tarr):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def q_pop(s, i):
     k = s.qhead[i]
     v = s.p_arr[k]
@@ -213,7 +224,7 @@ def q_pop(s, i):
 
 
 # ----------------------------------------------------------------------------- idle lists (one per LP column)
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def idle_add(s, c, j):
     mi = s.mi
     mi[j, NEXT] = -1
@@ -226,7 +237,7 @@ def idle_add(s, c, j):
     s.cidle[c] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def idle_remove(s, c, j):
     mi = s.mi
     p = mi[j, PREV]
@@ -267,7 +278,7 @@ def pick_in_column(s, c, mrule, st):
 
 
 @njit(cache=True)
-def find_machine(m, s, i, E, st):
+def find_machine(mrule, tie, muT, mi, mf, chead, cidle, ninit, i, E, st):
     """Idle available machine that receives an arriving class-``i`` task, or -1.
 
     ``machine_rule`` ranks machines (longest idle; fastest, then longest idle;
@@ -277,37 +288,32 @@ def find_machine(m, s, i, E, st):
     tie-rule order) and, for ``fastest``, identical machines: a column's head
     then stands for ``ninit[c]`` tied machines (weight in the uniform choice).
     """
-    mrule = m.iopt[I_MRULE]
-    tie = m.iopt[I_TIE]
-    muT = m.muT
-    mi = s.mi
-    mf = s.mf
-    C = s.chead.shape[0]
+    C = chead.shape[0]
     if mrule == R_RANDOM:  # uniform over eligible idle machines
         tot = 0
         for c in range(C):
-            if s.cidle[c] > 0 and E[c, i] and muT[s.chead[c], i] > 0.0:
-                tot += s.cidle[c]
+            if cidle[c] > 0 and E[c, i] and muT[chead[c], i] > 0.0:
+                tot += cidle[c]
         if tot == 0:
             return -1
         u = int((1.0 - uniform(st, S_TIE)) * tot)
         for c in range(C):
-            if s.cidle[c] > 0 and E[c, i] and muT[s.chead[c], i] > 0.0:
-                if u < s.cidle[c]:
-                    j = s.chead[c]
+            if cidle[c] > 0 and E[c, i] and muT[chead[c], i] > 0.0:
+                if u < cidle[c]:
+                    j = chead[c]
                     for _ in range(u):
                         j = mi[j, NEXT]
                     return j
-                u -= s.cidle[c]
+                u -= cidle[c]
         return -1
     best = -1
     best_r = 0.0
     best_idle = 0.0
     wtot = 0.0
     for c in range(C):
-        if s.cidle[c] == 0 or not E[c, i]:
+        if cidle[c] == 0 or not E[c, i]:
             continue
-        j = s.chead[c]
+        j = chead[c]
         r = muT[j, i]
         if r <= 0.0:
             continue
@@ -322,7 +328,7 @@ def find_machine(m, s, i, E, st):
             continue
         key = r * mf[j, AEST] if mrule == R_FASTEST else 0.0
         idle = mf[j, IDLE_SINCE]
-        w = float(s.ninit[c]) if mi[j, INIT] == 1 else 1.0
+        w = float(ninit[c]) if mi[j, INIT] == 1 else 1.0
         if best < 0 or key > best_r or (key == best_r and idle < best_idle):
             best = j
             best_r = key
@@ -351,35 +357,34 @@ _user_pull = _no_user_policy  # replaced by the user's compiled function in a sp
 
 
 @njit(cache=True)
-def select(m, s, j, c, E, t, st):
-    """Class machine ``j`` (column ``c``) takes at ``t``; -1 none; -2 a user policy broke its contract."""
-    policy = m.iopt[I_POLICY]
+def select(policy, tie, uses_lp, ql, head_arr, muT, ist, j, c, E, t, st):
+    """Class machine ``j`` (column ``c``) takes at ``t``; -1 none; -2 a user policy broke its contract.
+
+    (Arrays, not the State tuple, as arguments: a call passing whole tuples of
+    arrays costs more than the selection itself.)"""
     if policy == USER:
-        uses_lp = m.iopt[I_USES_LP] == 1
         ok = False
-        for i in range(s.ql.shape[0]):
-            if s.ql[i] > 0 and m.muT[j, i] > 0.0 and (not uses_lp or E[c, i]):
+        for i in range(ql.shape[0]):
+            if ql[i] > 0 and muT[j, i] > 0.0 and (not uses_lp or E[c, i]):
                 ok = True
                 break
         if not ok:
             return -1
-        i = _user_pull(t, s.ql, s.head_arr, m.muT[j], E[c], 1.0 - uniform(st, S_USER))
-        if not _qualifies(i, s.ql, m.muT, j, E, c, uses_lp):
-            s.ist[ERR_MACHINE] = j
-            s.ist[ERR_VALUE] = i
+        i = _user_pull(t, ql, head_arr, muT[j], E[c], 1.0 - uniform(st, S_USER))
+        if not _qualifies(i, ql, muT, j, E, c, uses_lp):
+            ist[ERR_MACHINE] = j
+            ist[ERR_VALUE] = i
             return -2
         return i
-    tie = m.iopt[I_TIE]
     u = 0.0
     if tie == TIE_RANDOM:
         u = 1.0 - uniform(st, S_TIE)
-    return _choose(policy, tie, t, s.ql, s.head_arr, m.muT, j, E, c, u)
+    return _choose(policy, tie, t, ql, head_arr, muT, j, E, c, u)
 
 
 # ----------------------------------------------------------------------------- CPU chain
 @njit(cache=True)
-def chain_catch_up(m, s, j, cid, k, st):
-    mi = s.mi
+def chain_catch_up(mi, Ppow, j, cid, k, st):
     d = k - mi[j, CK]
     if d <= 0:
         return
@@ -388,7 +393,6 @@ def chain_catch_up(m, s, j, cid, k, st):
     v0 = 1.0 if st_ == 0 else 0.0
     v1 = 1.0 if st_ == 1 else 0.0
     v2 = 1.0 if st_ == 2 else 0.0
-    Ppow = m.Ppow
     b = 0
     while d > 0:
         if d & 1:
@@ -412,48 +416,46 @@ def chain_catch_up(m, s, j, cid, k, st):
 
 
 @njit(cache=True)
-def chain_segment_end(m, k, state, cid, st):
+def chain_segment_end(logstay, step, k, state, cid, st):
     """End time of the sojourn in ``state`` that covers step ``k`` (geometric extra steps)."""
-    ls = m.logstay[cid, state]
+    ls = logstay[cid, state]
     if ls >= 0.0:
         return INF
     L = math.floor(math.log(uniform(st, S_CHAIN)) / ls)
-    return (k + 1 + L) * m.fopt[F_STEP]
+    return (k + 1 + L) * step
 
 
 # ----------------------------------------------------------------------------- task start / timer
-@njit(cache=True)
-def schedule_task(s, j, ev):
-    mf = s.mf
+@njit(cache=True, inline="always")
+def schedule_task(mi, mf, j, ev):
     tc = mf[j, SEGT] + mf[j, REM] / mf[j, LEVEL] if mf[j, LEVEL] > 0.0 else INF
     if tc <= mf[j, SEGEND]:
-        s.mi[j, TKIND] = 0
+        mi[j, TKIND] = 0
         ev_schedule(ev, j, tc, PRIO_TASK)
     else:
-        s.mi[j, TKIND] = 1
+        mi[j, TKIND] = 1
         ev_schedule(ev, j, mf[j, SEGEND], PRIO_TASK)
 
 
 @njit(cache=True)
-def start_task(m, s, ev, st, j, i, tarr, t):
-    mi = s.mi
-    mf = s.mf
+def start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev, st,
+               j, i, tarr, t):
     mi[j, BUSY] = i
     mf[j, TARR] = tarr
-    mf[j, REM] = draw(st, S_EXEC, m.iopt[I_EXECK], m.exec_par) / m.muT[j, i]
+    mf[j, REM] = draw(st, S_EXEC, exec_k, exec_par) / muT[j, i]
     mf[j, SEGT] = t
-    cid = m.chain_id[j]
+    cid = chain_id[j]
     if cid >= 0:
-        k = int(math.floor(t / m.fopt[F_STEP]))
-        chain_catch_up(m, s, j, cid, k, st)
+        k = int(math.floor(t / step))
+        chain_catch_up(mi, Ppow, j, cid, k, st)
         cs = mi[j, CST]
-        mf[j, LEVEL] = m.levels[cs]
-        mf[j, SEGEND] = chain_segment_end(m, k, cs, cid, st)
+        mf[j, LEVEL] = levels[cs]
+        mf[j, SEGEND] = chain_segment_end(logstay, step, k, cs, cid, st)
     else:
-        mf[j, LEVEL] = m.a_true[j]
+        mf[j, LEVEL] = a_true[j]
         mf[j, SEGEND] = INF
-    s.ist[STARTS] += 1
-    schedule_task(s, j, ev)
+    ist[STARTS] += 1
+    schedule_task(mi, mf, j, ev)
 
 
 # ----------------------------------------------------------------------------- initial state
@@ -508,10 +510,10 @@ def init(m, s, lp, ev, st):
     # first events
     if m.iopt[I_FAIL] == 1:
         for j in range(M):
-            ev_schedule(ev, M + j, draw(st, S_FAIL, m.iopt[I_UPK], m.up_par[j]), PRIO_AVAIL)
+            ev_schedule(ev.avail, j, draw(st, S_FAIL, m.iopt[I_UPK], m.up_par[j]), PRIO_AVAIL)
     for i in range(N):
         if m.alpha[i] > 0.0:
-            ev_schedule(ev, 2 * M + i, -math.log(uniform(st, S_ARR)) / m.alpha[i], PRIO_ARRIVAL)
+            ev_schedule(ev.arrival, i, -math.log(uniform(st, S_ARR)) / m.alpha[i], PRIO_ARRIVAL)
     # the pool of waiting tasks
     s.ist[NFREE] = 0  # pool slots are taken from the high-water mark HW, then recycled
     s.ist[HW] = 0
@@ -545,10 +547,31 @@ def scan(m, s, ev, st, E, t):
     started = 0
     C = s.chead.shape[0]
     mrule = m.iopt[I_MRULE]
+    # unpacked once: the helpers take arrays, not tuples of arrays
+    policy = m.iopt[I_POLICY]
+    tie = m.iopt[I_TIE]
+    uses_lp = m.iopt[I_USES_LP] == 1
+    exec_k = m.iopt[I_EXECK]
+    exec_par = m.exec_par
+    step = m.fopt[F_STEP]
+    muT = m.muT
+    a_true = m.a_true
+    chain_id = m.chain_id
+    Ppow = m.Ppow
+    logstay = m.logstay
+    levels = m.levels
+    mi = s.mi
+    mf = s.mf
+    ql = s.ql
+    ist = s.ist
+    head_arr = s.head_arr
+    chead = s.chead
+    cidle = s.cidle
+    ninit = s.ninit
     for c in range(C):
         while s.cidle[c] > 0:
             j = pick_in_column(s, c, mrule, st)
-            i = select(m, s, j, c, E, t, st)
+            i = select(policy, tie, uses_lp, ql, head_arr, muT, ist, j, c, E, t, st)
             if i == -2:
                 return -1
             if i < 0:
@@ -556,7 +579,7 @@ def scan(m, s, ev, st, E, t):
             idle_remove(s, c, j)
             tarr = q_pop(s, i)
             started += 1
-            start_task(m, s, ev, st, j, i, tarr, t)
+            start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev.task, st, j, i, tarr, t)
     return started
 
 
@@ -578,12 +601,33 @@ def run(m, s, lp, ev, st):
     step = m.fopt[F_STEP]
     use_lp_sup = policy == LPAS_DG or policy == LPAS_DG_ROBUST or (policy == USER and m.iopt[I_USES_LP] == 1)
     E = lp.support if use_lp_sup else lp.elig_static
+    fst = s.fst
+    cap = lp.cap
+    mrule = m.iopt[I_MRULE]
+    evT = ev.task
+    evV = ev.avail
+    evA = ev.arrival
+    # unpacked once: the helpers take arrays, not tuples of arrays
+    policy = m.iopt[I_POLICY]
+    tie = m.iopt[I_TIE]
+    uses_lp = m.iopt[I_USES_LP] == 1
+    exec_k = m.iopt[I_EXECK]
+    exec_par = m.exec_par
+    step = m.fopt[F_STEP]
+    muT = m.muT
+    a_true = m.a_true
+    chain_id = m.chain_id
+    Ppow = m.Ppow
+    logstay = m.logstay
+    levels = m.levels
     mi = s.mi
     mf = s.mf
     ql = s.ql
     ist = s.ist
-    fst = s.fst
-    cap = lp.cap
+    head_arr = s.head_arr
+    chead = s.chead
+    cidle = s.cidle
+    ninit = s.ninit
 
     # ---- resume after a robust-support miss: the Python side filled the table
     if ist[PENDING] == 1:
@@ -603,12 +647,12 @@ def run(m, s, lp, ev, st):
         t = fst[T_NOW]
         if jp >= 0:
             c = m.col[jp]
-            i = select(m, s, jp, c, E, t, st)
+            i = select(policy, tie, uses_lp, ql, head_arr, muT, ist, jp, c, E, t, st)
             if i == -2:
                 return BAD_CHOICE
             if i >= 0:
                 tarr = q_pop(s, i)
-                start_task(m, s, ev, st, jp, i, tarr, t)
+                start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev.task, st, jp, i, tarr, t)
             else:
                 mf[jp, IDLE_SINCE] = t
                 idle_add(s, c, jp)
@@ -623,10 +667,18 @@ def run(m, s, lp, ev, st):
         if mi[j, BUSY] >= 0:
             nbusy += 1
     while True:
-        t = ev.ht[0]
-        if t > horizon or ev.meta[0] == 0:
+        # earliest of the three lists' first events; equal times in priority order (tasks, availability,
+        # arrivals), as one list would order them
+        t = evT.ht[0] if evT.meta[0] > 0 else INF
+        sl = evT.hs[0]
+        if evV.meta[0] > 0 and evV.ht[0] < t:
+            t = evV.ht[0]
+            sl = M + evV.hs[0]
+        if evA.meta[0] > 0 and evA.ht[0] < t:
+            t = evA.ht[0]
+            sl = 2 * M + evA.hs[0]
+        if t > horizon:
             break
-        sl = ev.hs[0]
         seg_observe(s.sg, t, qtot + nbusy)
         fst[T_NOW] = t
         ist[EVENTS] += 1
@@ -656,8 +708,8 @@ def run(m, s, lp, ev, st):
                 mi[j, CST] = sn
                 mi[j, CK] = k
                 mf[j, LEVEL] = m.levels[sn]
-                mf[j, SEGEND] = chain_segment_end(m, k, sn, cid, st)
-                schedule_task(s, j, ev)
+                mf[j, SEGEND] = chain_segment_end(logstay, step, k, sn, cid, st)
+                schedule_task(mi, mf, j, evT)
                 continue
             i = mi[j, BUSY]
             ta = mf[j, TARR]
@@ -669,7 +721,7 @@ def run(m, s, lp, ev, st):
             if m.chain_id[j] >= 0:
                 mi[j, CK] = int(math.floor(t / step))
             c = m.col[j]
-            i = select(m, s, j, c, E, t, st) if qtot > 0 else -1
+            i = select(policy, tie, uses_lp, ql, head_arr, muT, ist, j, c, E, t, st) if qtot > 0 else -1
             if i == -2:
                 return BAD_CHOICE
             if i >= 0:
@@ -677,9 +729,9 @@ def run(m, s, lp, ev, st):
                 tarr = q_pop(s, i)
                 qtot -= 1
                 nbusy += 1
-                start_task(m, s, ev, st, j, i, tarr, t)
+                start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev.task, st, j, i, tarr, t)
             else:
-                ev_cancel(ev, j)
+                ev_cancel(evT, j)
                 mf[j, IDLE_SINCE] = t
                 idle_add(s, c, j)
         elif sl < 2 * M:
@@ -695,7 +747,7 @@ def run(m, s, lp, ev, st):
                     i = mi[j, BUSY]
                     mi[j, BUSY] = -1
                     nbusy -= 1
-                    ev_cancel(ev, j)
+                    ev_cancel(evT, j)
                     if m.chain_id[j] >= 0:
                         mi[j, CK] = int(math.floor(t / step))
                     ist[RESUB] += 1
@@ -709,19 +761,19 @@ def run(m, s, lp, ev, st):
                         return BOUND
                     qtot += 1
                     if was == 0:
-                        jj = find_machine(m, s, i, E, st)
+                        jj = find_machine(mrule, tie, muT, mi, mf, chead, cidle, ninit, i, E, st)
                         if jj >= 0:
                             idle_remove(s, m.col[jj], jj)
                             tarr = q_pop(s, i)
                             qtot -= 1
                             nbusy += 1
-                            start_task(m, s, ev, st, jj, i, tarr, t)
+                            start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev.task, st, jj, i, tarr, t)
                 else:
                     idle_remove(s, c, j)
                 newcap = cap[c] - mf[j, AEST]
                 if newcap < 1e-12:
                     newcap = 0.0
-                ev_schedule(ev, sl, t + draw(st, S_FAIL, m.iopt[I_DOWNK], m.down_par), PRIO_AVAIL)
+                ev_schedule(evV, j, t + draw(st, S_FAIL, m.iopt[I_DOWNK], m.down_par), PRIO_AVAIL)
             else:
                 mi[j, UP] = 1
                 mf[j, UPSINCE] = t
@@ -732,7 +784,7 @@ def run(m, s, lp, ev, st):
                 mf[j, AEST] = a
                 newcap = cap[c] + a
                 repaired = j
-                ev_schedule(ev, sl, t + draw(st, S_FAIL, m.iopt[I_UPK], m.up_par[j]), PRIO_AVAIL)
+                ev_schedule(evV, j, t + draw(st, S_FAIL, m.iopt[I_UPK], m.up_par[j]), PRIO_AVAIL)
             # ---- LP: re-optimise (vertex) or look up (central) the support
             changed = False
             if lp_mode == 1:
@@ -775,14 +827,14 @@ def run(m, s, lp, ev, st):
             if changed:
                 ist[SUP_CHANGES] += 1
             if repaired >= 0:
-                i = select(m, s, j, c, E, t, st)
+                i = select(policy, tie, uses_lp, ql, head_arr, muT, ist, j, c, E, t, st)
                 if i == -2:
                     return BAD_CHOICE
                 if i >= 0:
                     tarr = q_pop(s, i)
                     qtot -= 1
                     nbusy += 1
-                    start_task(m, s, ev, st, j, i, tarr, t)
+                    start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev.task, st, j, i, tarr, t)
                 else:
                     mf[j, IDLE_SINCE] = t
                     idle_add(s, c, j)
@@ -796,14 +848,14 @@ def run(m, s, lp, ev, st):
             # ------------------------------------------------ arrival of class i
             i = sl - 2 * M
             ist[ARRIVALS] += 1
-            ev_schedule(ev, sl, t - math.log(uniform(st, S_ARR)) / m.alpha[i], PRIO_ARRIVAL)
+            ev_schedule(evA, i, t - math.log(uniform(st, S_ARR)) / m.alpha[i], PRIO_ARRIVAL)
             jj = -1
             if ql[i] == 0:  # invariant: a non-empty queue has no eligible idle machine
-                jj = find_machine(m, s, i, E, st)
+                jj = find_machine(mrule, tie, muT, mi, mf, chead, cidle, ninit, i, E, st)
             if jj >= 0:
                 idle_remove(s, m.col[jj], jj)
                 nbusy += 1
-                start_task(m, s, ev, st, jj, i, t, t)
+                start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev.task, st, jj, i, t, t)
             else:
                 if qtot + nbusy >= bound or not q_push_back(s, i, t):
                     ist[STATUS] = BOUND
@@ -845,5 +897,6 @@ def kernels(user=None):
 
 
 def new_event_list(M: int, N: int):
-    """The event list of one replication (``2M + N`` slots)."""
-    return ev_new(2 * M + N)
+    """The event lists of one replication (:class:`Events`): task timers (``M`` slots),
+    availability timers (``M``), arrivals (``N``)."""
+    return Events(ev_new(M), ev_new(M), ev_new(N))

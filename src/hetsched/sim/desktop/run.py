@@ -34,12 +34,11 @@ def _central_support(mu_col: np.ndarray, alpha: np.ndarray, cap: np.ndarray, siz
     return np.ascontiguousarray(sup.T)
 
 
-def replication(seed_seq, p: Prepared) -> dict:
-    """One replication (picklable top-level function for :func:`hetsched.runner.replicate`)."""
+def fresh_state(p: Prepared, seed_seq):
+    """``(model, state, lp, events, streams)`` of a new replication, before :func:`kernel.init`."""
     from . import kernel as K
-    from ..core.instability import seg_close, seg_new
+    from ..core.instability import seg_new
 
-    init, run = K.kernels(p.user)
     seed_seq = seed_sequence(seed_seq)
     m = K.Model(*p.model)
     N, M, C = p.N, p.M, p.C
@@ -58,7 +57,18 @@ def replication(seed_seq, p: Prepared) -> dict:
     lp = K.LPState(T=np.zeros((m_, nv1)), obj=np.zeros(nv1), basis=np.zeros(m_, np.int64), cap=np.zeros(C),
                    support=elig.copy(), elig_static=elig, keys_cap=np.zeros((KT, C)),
                    key_used=np.zeros(KT, np.bool_), sup_table=np.zeros((KT, C, N), np.bool_))
-    ev = K.new_event_list(M, N)
+    return m, s, lp, K.new_event_list(M, N), st
+
+
+def replication(seed_seq, p: Prepared) -> dict:
+    """One replication (picklable top-level function for :func:`hetsched.runner.replicate`)."""
+    from . import kernel as K
+    from ..core.instability import seg_close
+
+    init, run = K.kernels(p.user)
+    m, s, lp, ev, st = fresh_state(p, seed_seq)
+    N, M, C = p.N, p.M, p.C
+    KT = lp.key_used.shape[0]
     t0 = time.perf_counter()
     c0 = time.process_time()
     rc = init(m, s, lp, ev, st)
