@@ -240,8 +240,8 @@ def _run_mapping(
     order) gets ``rec_a/rec_s/rec_e[k]`` arrival, start, end (``nan`` until it
     happens) and ``rec_m[k]`` its machine; a run with more tasks than
     ``rec_a`` holds stops with ``ST_RECORDS_FULL``. ``out_tend[0]`` is the time
-    the statistics were closed at; ``out_work[j]`` the work (sum of execution
-    times ``x / mu_ij``) the policy sent to machine ``j``.
+    the statistics were closed at; ``out_work[j]`` (trace replay only) the work
+    (sum of execution times ``x / mu_ij``) the policy sent to machine ``j``.
     """
     N = alpha.shape[0]
     M = mu.shape[1]
@@ -384,7 +384,8 @@ def _run_mapping(
                 ev_schedule(ev, 0, tr_t[tpos], PRIO_ARRIVAL)
             else:
                 ev_cancel(ev, 0)
-            out_work[j] += x / mu[i, j]
+            if trace:
+                out_work[j] += x / mu[i, j]
             if qlen[j] == 1:
                 ev_schedule(ev, N + j, t + x / mu[i, j], PRIO_COMPLETION)
                 if rec:
