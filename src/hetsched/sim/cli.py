@@ -73,8 +73,6 @@ def simulate_cmd(
 
         tw = workload(trace, system, classes="runtime" if classes is None else classes, load=rho)
         options["trace"] = tw
-        if not json_out and rho is None:
-            typer.echo(f"{trace}: {len(tw)} jobs; {tw.verdict}")
     entry = model.load_entry()
     res = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
                 backend=backend, scheduler=scheduler, progress=not (json_out or no_progress), options=options)
@@ -93,6 +91,8 @@ def simulate_cmd(
     if json_out:
         emit_json(out)
         return
+    if tw is not None and rho is None:  # the log on its own time axis: the LP's verdict for its class mix
+        typer.echo(f"{trace}: {len(tw)} jobs; {tw.verdict}")
     _print(out)
 
 
