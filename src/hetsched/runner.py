@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import HetschedError, ModelError
+from .sim.core.seeds import seed_sequence
 
 __all__ = ["replicate", "default_workers", "shutdown_pools"]
 
@@ -124,8 +125,7 @@ class _Progress:
 def _check(reps: int, seed: int, workers: int | None, backend: str, scheduler: str | None) -> int:
     if not isinstance(reps, (int, np.integer)) or reps < 1:
         raise ModelError(f"reps must be a positive integer, got {reps!r}")
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ModelError(f"seed must be a non-negative integer, got {seed!r}")
+    seed_sequence(seed)  # the one seed normaliser: raises ModelError naming a bad seed
     if backend not in _BACKENDS:
         raise ModelError(f"backend must be one of {', '.join(_BACKENDS)}, got {backend!r}")
     if backend == "dask" and not scheduler:
@@ -161,8 +161,9 @@ def replicate(
         chunk of replications, or scattered once to a Dask cluster).
     reps : int
         Number of independent replications ``R``.
-    seed : int
-        Root seed; replication ``r`` receives ``SeedSequence(seed).spawn(reps)[r]``.
+    seed : int or SeedSequence
+        Root seed (normalised by :func:`hetsched.sim.core.seeds.seed_sequence`);
+        replication ``r`` receives ``SeedSequence(seed).spawn(reps)[r]``.
     workers : int, optional
         Local worker processes (default: the cores available). ``1`` runs
         in-process, without a pool. Ignored by the Dask backend.
@@ -180,7 +181,7 @@ def replicate(
         One result per replication, in replication order.
     """
     n_workers = _check(reps, seed, workers, backend, scheduler)
-    children = np.random.SeedSequence(int(seed)).spawn(int(reps))
+    children = seed_sequence(seed).spawn(int(reps))
     bar = _Progress(int(reps), label, progress)
     try:
         if backend == "dask":

@@ -92,3 +92,22 @@ def test_user_policy_in_worker_processes_same_numbers():
     one = hs.simulate(system, my_mct, reps=4, horizon=200.0, seed=3, workers=1)
     two = hs.simulate(system, my_mct, reps=4, horizon=200.0, seed=3, workers=2)
     assert [r["Q"] for r in one.replications] == [r["Q"] for r in two.replications]
+
+
+@hs.mapping_policy
+def uniform_choice(i, mu, n, work, u):
+    """Uniform over the machines that can run class i, from the policy's own u."""
+    M = mu.shape[1]
+    k = int(u * M)
+    return min(k, M - 1)
+
+
+def test_u_is_uniform_random_routing_gives_independent_mm1(closed_forms):
+    """Routing by u to M identical machines splits Poisson arrivals: M independent M/M/1 queues."""
+    M, lam_each = 4, 0.75
+    system = hs.System.from_arrays(alpha=[M * lam_each], mu=[[1.0] * M], id="iid")
+    res = hs.simulate(system, uniform_choice, reps=8, horizon=20_000.0, seed=7, workers=1, warmup=500.0)
+    truth = M * closed_forms.mm1_L(lam_each)
+    hw = (res.ci[1] - res.ci[0]) / 2
+    assert abs(res.mean - truth) <= 3 * hw, (res.mean, res.ci, truth)
+    assert uniform_choice.uses_u and not my_mct.uses_u

@@ -209,13 +209,21 @@ def _builtin_select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st
 _select = _builtin_select
 
 
-def _user_selector(fn):
-    """A selection with the signature of :func:`_builtin_select` that calls the user's compiled ``fn``."""
+def _user_selector(fn, uses_u: bool = True):
+    """A selection with the signature of :func:`_builtin_select` that calls the user's compiled ``fn``.
 
-    @njit(inline="always")
-    def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
-               tmp, pair, buf, assigned, arrived, pi, cmat, pw):
-        return fn(i, mu, qlen, W, uniform(st, s_pol)), 0, 0
+    ``uses_u`` false: the function never reads ``u``, so no draw is made for it.
+    """
+    if uses_u:
+        @njit(inline="always")
+        def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+                   tmp, pair, buf, assigned, arrived, pi, cmat, pw):
+            return fn(i, mu, qlen, W, uniform(st, s_pol)), 0, 0
+    else:
+        @njit(inline="always")
+        def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
+                   tmp, pair, buf, assigned, arrived, pi, cmat, pw):
+            return fn(i, mu, qlen, W, 0.5), 0, 0
 
     return select
 
@@ -470,7 +478,7 @@ def make_user_kernel(user) -> object:
     if k is None:
         fn = user.compiled()
         g = dict(_run_mapping.__globals__)
-        g["_select"] = _user_selector(fn)
+        g["_select"] = _user_selector(fn, getattr(user, "uses_u", True))
         body = _pytypes.FunctionType(_run_mapping.__code__, g, "run_mapping_" + "".join(
             ch if ch.isalnum() else "_" for ch in user.name), _run_mapping.__defaults__, _run_mapping.__closure__)
         k = njit(cache=False)(body)

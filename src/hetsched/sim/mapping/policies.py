@@ -37,7 +37,8 @@ User-written policies
 *inside* the compiled engine: ``i`` the class of the arriving task; ``mu``
 the ``N x M`` rates; ``n[j]`` the tasks at machine ``j`` (queued and
 running); ``work[j]`` the sum of ``1/mu`` over those tasks; ``u`` a
-uniform(0, 1] from the policy's own stream (drawn at every arrival). It
+uniform(0, 1] from the policy's own stream (drawn at every arrival; skipped
+when the function never reads ``u``, since nobody could observe it). It
 returns a machine index. The function is compiled with numba (nopython), and
 the simulation kernel is specialised once per policy per process, so no Python
 runs per event. A returned index outside ``0..M-1`` or a machine with
@@ -131,6 +132,7 @@ class MappingPolicy:
             raise ModelError(f"mapping policy {self.name!r}: expected f(i, mu, n, work, u) with 5 arguments, "
                              f"got {len(params)}")
         self.token = _token or f"{os.getpid()}-{next(_TOKENS)}-{id(fn)}"
+        self.uses_u = _reads_argument(fn, params[4].name) if params else True
         self._compiled = None
         self.__doc__ = getattr(fn, "__doc__", None)
 
@@ -165,6 +167,21 @@ class MappingPolicy:
                                  f"but returns {rtype}")
             self._compiled = disp
         return self._compiled
+
+
+def _reads_argument(fn, name: str) -> bool:
+    """False only when the function's bytecode provably never reads argument ``name``.
+
+    Then the engine skips the policy's uniform draw (a value nobody can observe);
+    anything unusual (nested functions, no bytecode) counts as reading it.
+    """
+    import dis
+
+    code = getattr(getattr(fn, "py_func", fn), "__code__", None)
+    if code is None or code.co_cellvars or any(isinstance(c, type(code)) for c in code.co_consts):
+        return True
+    return any(ins.argval == name for ins in dis.get_instructions(code)
+               if ins.opname.startswith(("LOAD_", "DELETE_", "STORE_")))
 
 
 def _rebuild(blob: bytes, name: str, token: str) -> MappingPolicy:
