@@ -138,3 +138,13 @@ def test_user_policy_runs_as_plain_python_in_the_dispatcher_path():
     assert select_class(my_gcmu, 10.0, q, head, rate, elig) == select_class(GCMU, 10.0, q, head, rate, elig) == 2
     assert select_class(my_lpas_dg, 10.0, q, head, rate, elig) == 1
     assert select_class(my_gcmu, 10.0, np.zeros(3, int), head, rate, elig) == -1
+
+
+def test_public_api_routes_a_pull_policy_to_the_desktop_model():
+    import hetsched as hs
+
+    assert hs.pull_policy is pull_policy or callable(hs.pull_policy)
+    s = hs.load("3.A", arrivals="alpha1", case=1)
+    a = hs.simulate(s, my_gcmu, reps=2, horizon=100, seed=3, tie="lowest", workers=1)
+    b = hs.simulate(s, "gcmu", reps=2, horizon=100, seed=3, tie="lowest", workers=1)
+    assert a.model == "desktop" and a.mean == b.mean and a.events == b.events

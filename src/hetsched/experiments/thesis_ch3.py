@@ -64,7 +64,8 @@ def _fmt_table(title: str, rows: list[dict], keys: list[str]) -> str:
         cells += [f"{w:>9s}", f"{100 * r['acc']:9.2f}", f"{r['Delta']:9.2f}"]
         cells += [f"{r.get(k, float('nan')):9.3f}" for k in wcols]
         lines.append("  ".join(cells))
-    lines.append("('!' = unstable run: queues grew through the run; the number is not a steady-state mean)")
+    lines.append("('!' = unstable: queues grew through the run or a replication stopped at the bound; "
+                 "not a steady-state mean)")
     return "\n".join(lines)
 
 

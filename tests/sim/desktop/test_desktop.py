@@ -28,6 +28,14 @@ def test_pull_without_failures_is_mmc(policy):
     assert res.success and res.ci[0] - 0.02 * truth <= truth <= res.ci[1] + 0.02 * truth, (res, truth)
 
 
+def test_mmc_within_two_percent():
+    """Long runs (16 x 100,000): W within 2 % of Erlang C, and inside its 95 % CI (issue 14)."""
+    res = simulate(_mmc(), "gcmu", reps=16, horizon=100_000, seed=7, warmup=500, workers=1)
+    truth = mmc_W(3, 2.4, 1.0)
+    assert abs(res.mean - truth) <= 0.02 * truth and res.ci[0] <= truth <= res.ci[1], (res, truth)
+    assert res.rel_half_width < 0.02
+
+
 def test_static_availability_scales_rate():
     """a_j = 0.5 on one machine: M/M/1 with rate a*mu' (effective rate, §1.4.1)."""
     s = System(id="mm1", alpha=(0.6,), groups=(MachineGroup("A", 1, (2.0,)),), availability=(0.5,))

@@ -172,7 +172,6 @@ def summarize(p: Prepared, runs: list[dict], *, seed, wall: float) -> SimResult:
         message = "ok"
         per_class = [per_class_entry(i, [r["W_class"][i] for r in runs]) for i in range(p.N)]
     extra = {
-        "messages": None,
         "lp_solves": int(sum(r["lp_solves"] for r in runs)),
         "lp_pivots": int(sum(r["lp_pivots"] for r in runs)),
         "lp_seconds": float(sum(r["lp_seconds"] for r in runs)),
@@ -182,7 +181,6 @@ def summarize(p: Prepared, runs: list[dict], *, seed, wall: float) -> SimResult:
         "lambda_capacity": p.lambda_capacity,
         "unstable_reps": int(n_bound + n_trend),
     }
-    extra.pop("messages")
     return from_replications(runs, model="desktop", policy=p.policy, metric="W", key="W", per_class=per_class,
                              wall_seconds=wall, unstable=unstable, message=message, scenario=p.scenario,
                              horizon=p.horizon, seed=seed, options=p.options, extra=extra)
