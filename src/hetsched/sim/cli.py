@@ -45,6 +45,9 @@ def simulate_cmd(
                                          "time axis)."),
     classes: Optional[str] = typer.Option(None, "--classes", help="With --trace: class of a job by runtime "
                                           "(default), procs, user, queue or partition."),
+    windows: Optional[str] = typer.Option(None, "--windows", help="With --trace: batch (default; one replay of "
+                                          "the whole log, batch means over --reps windows) or independent (each "
+                                          "window replayed from an empty system)."),
     records: Optional[Path] = typer.Option(None, "--records", help="Write one record per task (task, class, "
                                            "arrival, start, end, machine, attempts, rep) to this Parquet file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -63,8 +66,10 @@ def simulate_cmd(
     options = {name: v for name, v in (("k", k), ("dist", dist), ("tie", tie), ("warmup", warmup), ("C", c))
                if v is not None}
     tw = None
-    if (rho is not None or classes is not None) and trace is None:
-        raise HetschedError("--load and --classes apply to a trace replay only (give --trace FILE)")
+    if (rho is not None or classes is not None or windows is not None) and trace is None:
+        raise HetschedError("--load, --classes and --windows apply to a trace replay only (give --trace FILE)")
+    if windows is not None:
+        options["windows"] = windows
     if records is not None:  # checked before the run, so that a bad path never costs a finished run
         _check_out(records)
         options["records"] = True
@@ -153,7 +158,8 @@ def _print(out: dict) -> None:
     for e in extra:
         typer.echo(f"  {e}")
     if out.get("jobs") is not None:  # trace replay
-        typer.echo(f"  trace: {out['jobs']:,} jobs in {out.get('windows', out.get('reps'))} windows, load "
+        typer.echo(f"  trace: {out['jobs']:,} jobs, {out.get('windows', out.get('reps'))} {out.get('windows_rule')} "
+                   f"windows, load "
                    f"1/lambda* = {out['load']:.4g} (lambda* = {out['lp_lambda']:.4g}), classes by {out.get('classes')}")
         typer.echo(f"  {out['events']:,} events in {out['wall_seconds']:.2f} s")
     else:

@@ -86,11 +86,12 @@ def test_compiled_replay_equals_reference(c1, gaia_head, policy):
 @needs_logs
 def test_same_seed_same_records_and_windows(c1, gaia_head):
     """A randomised policy (LPAS-2/k, random ties): same trace + seed -> identical records; another
-    seed -> other records; windows are independent replications covering every job once."""
+    seed -> other records; independent windows are replications covering every job once."""
     w = workload(gaia_head, c1, load=0.9)
-    a = hs.simulate(c1, "lpas-2k", trace=w, reps=3, seed=7, records=True, workers=1)
-    b = hs.simulate(c1, "lpas-2k", trace=w, reps=3, seed=7, records=True, workers=1)
-    c = hs.simulate(c1, "lpas-2k", trace=w, reps=3, seed=8, records=True, workers=1)
+    kw = dict(trace=w, reps=3, records=True, workers=1, windows="independent")
+    a = hs.simulate(c1, "lpas-2k", seed=7, **kw)
+    b = hs.simulate(c1, "lpas-2k", seed=7, **kw)
+    c = hs.simulate(c1, "lpas-2k", seed=8, **kw)
     pd.testing.assert_frame_equal(a.records, b.records)
     assert not a.records["machine"].equals(c.records["machine"])
     assert a.reps == 3 and a.jobs == 3000
@@ -98,9 +99,34 @@ def test_same_seed_same_records_and_windows(c1, gaia_head):
     for r, g in a.records.groupby("rep"):
         chk = check_records(g.drop(columns="rep"), L=a.replications[r]["Q"], little_rtol=1e-9)
         assert chk.ok, (r, chk.violations)
+    # plots of records with several replications draw one
+    from hetsched.plot import gantt, utilisation
+
+    fig = gantt(a.records, rep=2, max_tasks=5000)
+    assert fig.hetsched_bars == (a.records["rep"] == 2).sum() == 1000
+    fig2 = utilisation(a.records, rep=1, machines=30)
+    assert fig2.hetsched_series["mean_in_system"] == pytest.approx(a.replications[1]["Q"], rel=0.05)
     # the windows' means are the replications of the CI
     means = [float((g["end"] - g["arrival"]).mean()) for _, g in a.records.groupby("rep")]
     assert a.mean == pytest.approx(np.mean(means), rel=1e-12)
+
+
+@needs_logs
+def test_batch_windows_are_one_replay_of_the_whole_log(c1, gaia_head):
+    """Default windows: one replay of the whole log (records = the reps=1 replay), batch means over
+    equal-count windows of its jobs; the mean is the log's mean response time."""
+    w = workload(gaia_head, c1, load=0.9)
+    one = hs.simulate(c1, "lpas-2k", trace=w, reps=1, seed=7, records=True, workers=1)
+    five = hs.simulate(c1, "lpas-2k", trace=w, reps=5, seed=7, records=True, workers=1)
+    pd.testing.assert_frame_equal(one.records, five.records)
+    resp = (one.records.sort_values("task")["end"] - one.records.sort_values("task")["arrival"]).to_numpy()
+    batches = [resp[p].mean() for p in np.array_split(np.arange(resp.size), 5)]
+    assert five.W_windows == pytest.approx(batches, rel=1e-12)
+    assert five.mean == pytest.approx(np.mean(batches), rel=1e-12) and five.reps == 5
+    assert five.W_log == pytest.approx(resp.mean(), rel=1e-12)
+    assert five.ci[0] < five.mean < five.ci[1]
+    assert check_records(one.records.drop(columns="rep"), tasks=3000, L=one.replications[0]["Q"],
+                         little_rtol=1e-9).ok
 
 
 # ----------------------------------------------------------------------------- Poisson traces
@@ -186,9 +212,8 @@ def test_cli_trace_records_and_plots(tmp_path, gaia_head):
     assert js["metric"] == "W" and js["jobs"] == 1500 and js["load"] == pytest.approx(0.8)
     assert js["lp_lambda"] == pytest.approx(1.25) and js["success"] and js["mean"] > 0
     rec = read_records(out)
-    assert len(rec) == 1500 and rec.attrs["meta"]["policy"] == "lpas"
-    for g in (rec[rec["rep"] == k] for k in range(3)):
-        assert check_records(g.drop(columns="rep")).ok
+    assert len(rec) == 1500 and rec.attrs["meta"]["policy"] == "lpas" and js["windows"] == 3
+    assert check_records(rec.drop(columns="rep"), tasks=1500).ok
     # without --load: the LP's verdict for the trace's own time axis is printed
     r = CliRunner().invoke(app, ["simulate", "2.C1", "--policy", "mct", "--trace", str(swf), "--reps", "2",
                                  "--workers", "1", "--no-progress"])
@@ -196,7 +221,7 @@ def test_cli_trace_records_and_plots(tmp_path, gaia_head):
     assert "allocation LP for the trace's class mix" in r.output and "W (mean completion time)" in r.output
     for kind in ("gantt", "utilisation"):
         png = tmp_path / f"{kind}.png"
-        r = CliRunner().invoke(app, ["plot", kind, str(out), "-o", str(png), "--rep", "1"])
+        r = CliRunner().invoke(app, ["plot", kind, str(out), "-o", str(png), "--rep", "0"])
         assert r.exit_code == 0, r.output
         assert png.stat().st_size > 1000
     r = CliRunner().invoke(app, ["plot", "gantt", str(out), "--rep", "7"])

@@ -246,6 +246,31 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
     return res
 
 
+def _batch_means(res: SimResult, k: int, N: int, *, keep_records: bool) -> None:
+    """Turn one whole-log replay into ``k`` batch means (equal job counts, in arrival order), in place."""
+    from ...stats import t_interval
+
+    rec = res.records.sort_values("task", kind="stable")
+    resp = (rec["end"] - rec["arrival"]).to_numpy()
+    cls = rec["class"].to_numpy()
+    parts = np.array_split(np.arange(resp.size), k)
+    Wb = [float(resp[p].mean()) for p in parts]
+    e = t_interval(Wb)
+    res.mean, res.ci, res.rel_half_width = float(e.mean), (float(e.low), float(e.high)), float(e.rel_half_width)
+    for i, pc in enumerate(res.per_class):
+        vals = [float(resp[p][cls[p] == i].mean()) for p in parts if (cls[p] == i).any()]
+        ei = t_interval(vals) if len(vals) > 1 else None
+        pc["mean"] = pc["W"] = float(np.mean(vals)) if vals else None
+        pc["ci"] = pc["W_ci"] = None if ei is None else [float(ei.low), float(ei.high)]
+        pc.pop("Q_ci", None)
+    res.reps = k
+    res.extra["windows"] = k
+    res.extra["W_windows"] = Wb
+    res.extra["W_log"] = float(resp.mean())
+    if not keep_records:
+        res.records = None
+
+
 def prepare_trace(params: dict, tw, reps: int) -> dict:
     """Params of :func:`prepare` turned into a replay of the :class:`~hetsched.traces.TraceWorkload` ``tw``
     in ``reps`` consecutive windows (replication ``r`` replays window ``r``, :meth:`TraceWorkload.windows`)."""
@@ -309,6 +334,7 @@ def simulate(
     load: float | None = None,
     classes: str = "runtime",
     records: bool = False,
+    windows: str = "batch",
 ) -> SimResult:
     """Simulate the immediate-mode mapping model of ``system`` under ``policy``.
 
@@ -347,6 +373,13 @@ def simulate(
         ``reps`` replications = ``reps`` consecutive windows of the trace
         (``horizon``/``warmup`` do not apply: each window runs until its last
         task is done). Metric ``W``; ``extra`` adds ``jobs``, ``load``, ``lp_lambda``.
+    windows : {"batch", "independent"}
+        How a trace gives ``reps`` replications: ``batch`` (default) replays
+        the whole log once and splits its jobs into ``reps`` consecutive
+        windows of equal counts for batch means (``mean`` is the log's own
+        mean response time); ``independent`` replays each window from an
+        empty system (independent runs, but each window loses the backlog it
+        inherits in the log: W is biased low, strongly for heavy-tailed logs).
     records : bool
         Keep one record per task (``res.records``, a DataFrame with the
         columns of :data:`hetsched.traces.RECORD_COLUMNS` and ``rep``; tasks
@@ -382,8 +415,16 @@ def simulate(
                      horizon=horizon, warmup=warmup, max_in_system=max_in_system)
     params["records"] = bool(records)
     params["trace"] = None
+    batches = 0
     if tw is not None:
-        params = prepare_trace(params, tw, reps)
+        if windows not in ("batch", "independent"):
+            raise ModelError(f"windows: expected 'batch' or 'independent', got {windows!r}")
+        prepare_trace(params, tw, reps)  # validates reps against the trace
+        if windows == "batch":
+            batches, reps = int(reps), 1
+            params = prepare_trace({**params, "records": True}, tw, 1)
+        else:
+            params = prepare_trace(params, tw, reps)
     root = seed_sequence(seed)
     n_workers = _check(reps, int(root.entropy), workers, backend, scheduler)
     # start-up, not timed: compile (or load from the numba cache) here, so that forked workers inherit
@@ -399,6 +440,9 @@ def simulate(
     res = summarize(params, runs, seed=int(root.entropy), wall=0.0, scenario=system.id)
     if tw is not None:
         res.horizon = None
+        res.extra["windows_rule"] = windows
+    if batches:
+        _batch_means(res, batches, len(params["alpha"]), keep_records=bool(records))
     # wall_seconds: everything after start-up (validation, LP, replications, summary)
     res.wall_seconds = time.perf_counter() - t_start - startup
     res.extra["startup_seconds"] = startup
@@ -406,7 +450,7 @@ def simulate(
 
 
 _CLI_OPTIONS = {"k", "dist", "tie", "warmup", "C", "scv", "lp_solution", "max_in_system", "trace", "load", "classes",
-                "records"}
+                "records", "windows"}
 
 
 def simulate_cli(system, policy, *, reps: int, horizon: float | None, seed: int, workers: int | None,
