@@ -15,9 +15,9 @@ consecutive windows of equal counts (30 windows; quick: the first 3,000 jobs of
 each log in 5 windows). ``W`` is the log's own mean response time. All policies
 see the same windows, so differences are paired. A finite log always
 drains, so a run is unstable only when the LP says so for the log's mix;
-``policy_load`` (work the policy sent its busiest machine over the windows'
-time span) is reported as a diagnostic: with heavy tails one job alone can
-exceed a window's span, so it is no stability test. The finding is written
+``policy_load`` (work the policy sent its busiest machine over the log's
+arrival span) is reported as a diagnostic only: the busiest machine may work
+past the last arrival, so it is no stability test. The finding is written
 into ``docs/traces.md``.
 
 Parameters (``--set``): ``reps`` (windows), ``jobs`` (a prefix of each log),
@@ -160,8 +160,8 @@ def run(opts: RunOptions) -> ExperimentResult:
                 lines.append(f"{log:6s} {rho:5.2f} " + " ".join(cells))
     notes = [f"CI: batch means over {reps} consecutive windows (equal job counts) of one replay of each log; "
              "classes by run-time quantiles; load 1/lambda* of the allocation LP for the log's class mix",
-             "policy_load: work sent to the busiest machine / the windows' time span (a diagnostic, not a "
-             "stability test: one heavy-tailed job can exceed a window's span)"]
+             "policy_load: work sent to the busiest machine / the log's arrival span (a diagnostic, not a "
+             "stability test: the machine may work past the last arrival)"]
     return ExperimentResult("traces", rows, "\n".join(lines), [fig], notes,
                             meta={"system": "2.C1", "reps": reps, "jobs": jobs, "loads": loads, "kbar": KBAR,
                                   "seed": opts.seed})
