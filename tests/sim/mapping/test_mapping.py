@@ -289,3 +289,21 @@ def test_interpreted_kernel_matches_compiled():
     compiled = [replication(np.random.SeedSequence(1), prepare(load("2.D"), p, horizon=20.0, k=3))["Q"]
                 for p in ("mct", "kpb", "lpas-2k", "guided-lpas-2k", "lp-static")]
     assert interpreted == compiled
+
+
+@pytest.mark.parametrize("policy", ["mct", "lpas", "met"])
+def test_random_ties_are_uniform(policy):
+    """Light load on 3 identical machines: nearly every arrival finds all idle (a 3-way tie).
+
+    Under ``random`` each machine gets a third of the tasks (binomial bounds);
+    under ``lowest`` machine 1 gets the ties.
+    """
+    sysm = System(id="iid3", alpha=(0.01,), groups=(MachineGroup("g", 3, (10.0,)),))
+    p = prepare(sysm, policy, horizon=300_000.0, tie="random")
+    r = replication(np.random.SeedSequence(8), p)
+    n = r["arrivals"]
+    share = np.array(r["share"][0])
+    assert n > 2500
+    assert np.all(np.abs(share - 1 / 3) < 4 * np.sqrt((1 / 3) * (2 / 3) / n)), share
+    low = replication(np.random.SeedSequence(8), prepare(sysm, policy, horizon=300_000.0, tie="lowest"))
+    assert low["share"][0][0] > 0.99

@@ -119,10 +119,33 @@ def _argmin_fast(i, lst, cnt, W, wc):
     for k in range(1, cnt):
         j = lst[i, k]
         v = W[j] + wc[i, k]
-        if v < bv:
-            best = j
-            bv = v
+        less = v < bv  # selects, no branch (see _argmin_fast_ties)
+        best = j if less else best
+        bv = v if less else bv
     return best
+
+
+@njit(cache=True, inline="always")
+def _argmin_fast_ties(i, lst, cnt, W, wc, tie, st, s_tie, buf):
+    """:func:`_argmin_fast` with ``random`` or ``highest`` ties: the tied machines are collected in ``buf``."""
+    # branch-free body (selects, an unconditional store): ties are data-dependent, so a
+    # branchy three-way compare would be mispredicted on most arrivals
+    bv = W[lst[i, 0]] + wc[i, 0]
+    nt = 1
+    buf[0] = lst[i, 0]
+    for k in range(1, cnt):
+        j = lst[i, k]
+        v = W[j] + wc[i, k]
+        less = v < bv
+        bv = v if less else bv
+        nt = 0 if less else nt
+        buf[nt] = j  # kept only if j is (one of) the best so far
+        nt += 1 if v == bv else 0
+    if nt > 1:
+        if tie == TIE_RANDOM:
+            return buf[below(st, s_tie, nt)]
+        return buf[nt - 1]
+    return buf[0]
 
 
 @njit(cache=True)
@@ -168,7 +191,7 @@ def _builtin_select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st
     if policy == MCT or policy == KPB or policy == LPAS:
         if fast:
             return _argmin_fast(i, cand, ncand[i], W, wc), ncand[i], 0
-        return _argmin_ect(i, cand, i, ncand[i], W, w, True, tie, st, s_tie, buf), ncand[i], 0
+        return _argmin_fast_ties(i, cand, ncand[i], W, wc, tie, st, s_tie, buf), ncand[i], 0
     if policy == MET:
         return _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, buf), 0, 0
     if policy == LPSTATIC:
