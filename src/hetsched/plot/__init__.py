@@ -27,16 +27,34 @@ from ..errors import ModelError
 __all__ = ["gantt", "utilisation", "step_average", "sample_window", "computer_lanes"]
 
 
-def _records(records):
+def _records(records, rep=None):
     import pandas as pd
 
     if isinstance(records, (str, os.PathLike)):
         from ..traces import read_records
 
-        return read_records(records)
+        records = read_records(records)
     if not isinstance(records, pd.DataFrame):
         raise ModelError(f"records: expected a DataFrame or a Parquet path, got {type(records).__name__}")
-    return records
+    return _one_rep(records, rep)
+
+
+def _one_rep(df, rep):
+    """Records of one replication (a ``rep`` column: simulators' records; default the first), else all."""
+    if "rep" not in df.columns:
+        if rep is not None:
+            raise ModelError("rep: these records have no 'rep' column (one run only)")
+        return df
+    reps = np.unique(df["rep"].to_numpy())
+    if rep is None:
+        rep = int(reps[0]) if reps.size else 0
+    if rep not in set(reps.tolist()):
+        raise ModelError(f"rep: replication {rep!r} is not in the records (they hold {reps.tolist()[:10]}"
+                         f"{' ...' if reps.size > 10 else ''})")
+    out = df[df["rep"].to_numpy() == rep]
+    out.attrs = dict(df.attrs)
+    out.attrs["rep"] = (int(rep), int(reps.size))
+    return out
 
 
 def _need(df, cols, what: str) -> None:
@@ -119,7 +137,7 @@ def computer_lanes(records, sizes) -> "pd.DataFrame":
 
 
 def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int = 1500, ax=None,
-          title: str | None = None, labels: bool | None = None, sizes=None):
+          title: str | None = None, labels: bool | None = None, sizes=None, rep: int | None = None):
     """Gantt chart of task records, one lane per machine; returns the Figure.
 
     Parameters
@@ -137,8 +155,11 @@ def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int 
     ax : matplotlib Axes, optional
     labels : bool, optional
         Write task numbers on the bars (default: when at most 60 bars).
+    rep : int, optional
+        Records with a ``rep`` column (several replications): the one to draw
+        (default: the first).
     """
-    df = _records(records)
+    df = _records(records, rep)
     unit, legend = "machine", "class"
     lane_names = None
     if "machine" not in df.columns and "cluster" in df.columns:
@@ -207,6 +228,8 @@ def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int 
     if np.unique(klass).size > 1:
         ax.legend(loc="center left", bbox_to_anchor=(1.005, 0.5), fontsize="small", frameon=False)
     head = title or "Gantt chart"
+    if df.attrs.get("rep") and df.attrs["rep"][1] > 1:
+        head += f" (replication {df.attrs['rep'][0]} of {df.attrs['rep'][1]})"
     if sampled:
         what = "tasks" if lane_names is None else "job-on-computer bars"
         head += f" -- window [{t0:.6g}, {t1:.6g}] of [{t_all[0]:.6g}, {t_all[1]:.6g}], {len(sub)} of {len(df)} {what}"
@@ -231,7 +254,8 @@ def step_average(times: np.ndarray, delta: np.ndarray, edges: np.ndarray) -> np.
     return np.diff(F) / np.diff(edges)
 
 
-def utilisation(records, *, machines: int | None = None, bins: int = 400, ax=None, title: str | None = None):
+def utilisation(records, *, machines: int | None = None, bins: int = 400, ax=None, title: str | None = None,
+                rep: int | None = None):
     """Utilisation and queue length over time; returns the Figure (two panels).
 
     Parameters
@@ -244,8 +268,10 @@ def utilisation(records, *, machines: int | None = None, bins: int = 400, ax=Non
         metadata).
     bins : int
         Number of equal time intervals of the averages.
+    rep : int, optional
+        Replication to draw when the records hold several (default: the first).
     """
-    df = _records(records)
+    df = _records(records, rep)
     if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
         raise ModelError(f"bins: expected a positive integer, got {bins!r}")
     muscle = "machine" not in df.columns and "cluster" in df.columns

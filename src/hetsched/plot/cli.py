@@ -46,6 +46,8 @@ def gantt_cmd(
     max_tasks: int = typer.Option(1500, "--max-tasks", help="Tasks in the default sample window of a long run."),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="Cluster sizes of MUSCLE records (default: from "
                                         "the file's metadata), e.g. 20,16,12,10."),
+    rep: Optional[int] = typer.Option(None, "--rep", help="Replication to draw when the records hold several "
+                                      "(default: the first)."),
 ) -> None:
     """Gantt chart: one lane per machine (per computer for MUSCLE records), one bar per task."""
     from ..errors import ModelError
@@ -60,7 +62,7 @@ def gantt_cmd(
             raise ModelError(f"--sizes: expected comma-separated integers, got {sizes!r}") from None
         if not size_list or min(size_list) < 1:
             raise ModelError(f"--sizes: expected positive cluster sizes, got {sizes!r}")
-    fig = gantt(records, window=window, max_tasks=max_tasks, sizes=size_list)
+    fig = gantt(records, window=window, max_tasks=max_tasks, sizes=size_list, rep=rep)
     _save(fig, out)
     _pyplot().close(fig)
     typer.echo(f"gantt: {fig.hetsched_bars} task bars -> {out}")
@@ -75,12 +77,14 @@ def utilisation_cmd(
     machines: Optional[int] = typer.Option(None, "--machines", help="Machines (default: max machine + 1) or, for "
                                            "MUSCLE records, computers (default: from the file's metadata)."),
     bins: int = typer.Option(400, "--bins", help="Equal time intervals of the averages."),
+    rep: Optional[int] = typer.Option(None, "--rep", help="Replication to draw when the records hold several "
+                                      "(default: the first)."),
 ) -> None:
     """Utilisation and queue length over time (exact time averages per interval)."""
     from . import _pyplot, utilisation
 
     out = _out(records, output, "utilisation")
-    fig = utilisation(records, machines=machines, bins=bins)
+    fig = utilisation(records, machines=machines, bins=bins, rep=rep)
     _save(fig, out)
     s = fig.hetsched_series
     _pyplot().close(fig)

@@ -7,6 +7,7 @@ ch. 2; later models add their own policies). Contract: ``../shared/DESIGN.md``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -37,6 +38,18 @@ def simulate_cmd(
     tie: Optional[str] = typer.Option(None, "--tie", help="Ties between equally good machines: random (default), lowest, highest."),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="Delete [0, warmup) from the statistics (default 0)."),
     c: Optional[float] = typer.Option(None, "--c", help="Guided-LPAS constant C_ij (same for all i, j; default 1)."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="Replay an SWF log (.swf or .swf.gz) instead of "
+                                         "Poisson arrivals; --reps = consecutive windows of the log."),
+    rho: Optional[float] = typer.Option(None, "--load", help="With --trace: rescale time so that the allocation "
+                                         "LP for the log's class mix gives 1/lambda* = RHO (default: the log's own "
+                                         "time axis)."),
+    classes: Optional[str] = typer.Option(None, "--classes", help="With --trace: class of a job by runtime "
+                                          "(default), procs, user, queue or partition."),
+    windows: Optional[str] = typer.Option(None, "--windows", help="With --trace: batch (default; one replay of "
+                                          "the whole log, batch means over --reps windows) or independent (each "
+                                          "window replayed from an empty system)."),
+    records: Optional[Path] = typer.Option(None, "--records", help="Write one record per task (task, class, "
+                                           "arrival, start, end, machine, attempts, rep) to this Parquet file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
@@ -52,6 +65,19 @@ def simulate_cmd(
     model = model_for_policy(policy, system)
     options = {name: v for name, v in (("k", k), ("dist", dist), ("tie", tie), ("warmup", warmup), ("C", c))
                if v is not None}
+    tw = None
+    if (rho is not None or classes is not None or windows is not None) and trace is None:
+        raise HetschedError("--load, --classes and --windows apply to a trace replay only (give --trace FILE)")
+    if windows is not None:
+        options["windows"] = windows
+    if records is not None:  # checked before the run, so that a bad path never costs a finished run
+        _check_out(records)
+        options["records"] = True
+    if trace is not None:
+        from ..traces import workload
+
+        tw = workload(trace, system, classes="runtime" if classes is None else classes, load=rho)
+        options["trace"] = tw
     entry = model.load_entry()
     res = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
                 backend=backend, scheduler=scheduler, progress=not (json_out or no_progress), options=options)
@@ -59,10 +85,33 @@ def simulate_cmd(
     out = res if isinstance(res, dict) else res.as_dict()
     for key, val in (("scenario", system.id), ("reps", reps), ("horizon", horizon), ("seed", seed)):
         out.setdefault(key, val)
+    if records is not None:
+        from ..traces import write_records
+
+        write_records(res.records, records, meta={"model": out.get("model"), "scenario": system.id,
+                                                   "policy": out["policy"], "seed": seed, "reps": reps,
+                                                   "trace": None if trace is None else str(trace),
+                                                   "load": out.get("load"), "machines": system.M})
+        out["records"] = str(records)
     if json_out:
         emit_json(out)
         return
+    if tw is not None and rho is None:  # the log on its own time axis: the LP's verdict for its class mix
+        typer.echo(f"{trace}: {len(tw)} jobs; {tw.verdict}")
     _print(out)
+
+
+def _check_out(path: Path) -> None:
+    from ..errors import HetschedError
+    import os
+
+    if path.is_dir():
+        raise HetschedError(f"--records: {path} is a directory, expected a .parquet file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise HetschedError(f"--records: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise HetschedError(f"--records: directory {parent} is not writable")
 
 
 def _fmt(x) -> str:
@@ -108,5 +157,13 @@ def _print(out: dict) -> None:
         extra.append(f"messages {out['messages']}")
     for e in extra:
         typer.echo(f"  {e}")
-    typer.echo(f"  {out.get('reps', '?')} replications x {out.get('horizon', '?')} time units, seed {out.get('seed', '?')}: "
-               f"{out['events']:,} events in {out['wall_seconds']:.2f} s")
+    if out.get("jobs") is not None:  # trace replay
+        typer.echo(f"  trace: {out['jobs']:,} jobs, {out.get('windows', out.get('reps'))} {out.get('windows_rule')} "
+                   f"windows, load "
+                   f"1/lambda* = {out['load']:.4g} (lambda* = {out['lp_lambda']:.4g}), classes by {out.get('classes')}")
+        typer.echo(f"  {out['events']:,} events in {out['wall_seconds']:.2f} s")
+    else:
+        typer.echo(f"  {out.get('reps', '?')} replications x {out.get('horizon', '?')} time units, seed "
+                   f"{out.get('seed', '?')}: {out['events']:,} events in {out['wall_seconds']:.2f} s")
+    if out.get("records"):
+        typer.echo(f"  records: {out['records']}")

@@ -31,8 +31,12 @@ def __getattr__(name: str):
     mod = _EXPORTS.get(name)
     if mod is None:
         raise AttributeError(f"module 'hetsched.traces' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    module = importlib.import_module(f"{__name__}.{mod}")
+    value = getattr(module, name)
     globals()[name] = value
+    # importing a submodule binds its name here: the function ``workload`` must win over the module
+    if mod in _EXPORTS and _EXPORTS[mod] == mod:
+        globals()[mod] = getattr(module, mod)
     return value
 
 

@@ -79,6 +79,8 @@ class SimResult:
     options: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
     replications: list[dict] = field(default_factory=list, repr=False)
+    #: per-task records (a DataFrame, ``records=True``; issue 13), else None; never in :meth:`as_dict`
+    records: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ derived
     @property

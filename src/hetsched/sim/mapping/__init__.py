@@ -9,6 +9,15 @@ distribution: :mod:`hetsched.sim.core.variates`). The performance measure is
 ``Qbar``, the time-average number of tasks in system on ``[warmup,
 horizon]`` (per class too, with the mean completion time ``W_i``).
 
+Trace replay (issue 13; ``simulate(..., trace=...)``): the arrivals are those
+of a real log instead -- task ``k`` arrives at ``t_k`` with class ``i_k`` and
+size ``X_k`` (:func:`hetsched.traces.workload`), runs ``X_k / mu_ij`` on the
+machine the policy picks, and the run ends when the last task is done; the
+measure is ``W``, the mean response time of the log's tasks, with batch-means
+confidence intervals over consecutive windows of equal job counts. The
+LP-based policies allocate for the log's work arrival vector. Per-task records
+(``records=True``): arrival, start, end and machine of every finished task.
+
 Three layers, on the simulation core (:mod:`hetsched.sim.core`):
 
 1. :func:`prepare` (:mod:`.model`) validates the system, policy and options

@@ -64,7 +64,7 @@ MET, MCT, KPB, LPAS, LPAS2K, LPSTATIC, GLPAS, GLPAS2K, USER = 0, 1, 2, 3, 4, 5, 
 # tie rules
 TIE_LOWEST, TIE_HIGHEST, TIE_RANDOM = 0, 1, 2
 # status
-ST_OK, ST_BOUND, ST_EXHAUSTED, ST_BAD_CHOICE = 0, 1, 2, 3
+ST_OK, ST_BOUND, ST_EXHAUSTED, ST_BAD_CHOICE, ST_RECORDS_FULL = 0, 1, 2, 3, 4
 # out_int layout
 O_STATUS, O_EVENTS, O_ARRIVALS, O_COMPLETIONS, O_CONTACTED, O_BINDS, O_PEAK, O_BAD_CLASS, O_BAD_VALUE = range(9)
 O_DONE = 9  # completions per class start here
@@ -257,6 +257,7 @@ def _user_selector(fn, uses_u: bool = True):
 def _run_mapping(
     policy, alpha, mu, mu_pol, w, incremental, cand, ncand, pw, pi, cmat,
     dist, dpar, gen, horizon, warmup, max_in_system, tie, st, out_q, out_resp, out_seg, out_int, out_assigned,
+    tr_t, tr_x, tr_c, rec_a, rec_s, rec_e, rec_m, rec_c, out_tend, out_work,
 ):
     """Simulate one replication; compiled, no checks, writes the ``out_*`` arrays.
 
@@ -264,6 +265,17 @@ def _run_mapping(
     ``out_resp[i]`` sum of completion times of class ``i`` tasks arrived after
     ``warmup`` and finished before ``horizon``; ``out_seg`` time-average total
     number in system on ``NSEG`` equal segments; ``out_int`` see ``O_*``.
+
+    Trace replay (issue 13) when ``tr_t`` is not empty: task ``k`` arrives at
+    ``tr_t[k]`` (sorted) with class ``tr_c[k]`` and size ``tr_x[k]``; event slot
+    0 is then the next trace arrival (no Poisson stream, no size stream), and
+    the run ends when the event list is empty (pass ``horizon`` = the largest
+    float). Per-task records when ``rec_a`` is not empty: task ``k`` (arrival
+    order) gets ``rec_a/rec_s/rec_e[k]`` arrival, start, end (``nan`` until it
+    happens) and ``rec_m[k]`` its machine; a run with more tasks than
+    ``rec_a`` holds stops with ``ST_RECORDS_FULL``. ``out_tend[0]`` is the time
+    the statistics were closed at; ``out_work[j]`` (trace replay only) the work
+    (sum of execution times ``x / mu_ij``) the policy sent to machine ``j``.
     """
     N = alpha.shape[0]
     M = mu.shape[1]
@@ -282,8 +294,18 @@ def _run_mapping(
     s_pol = 2 * N
     s_tie = 2 * N + 1
     ev = ev_new(N + M)
-    for i in range(N):
-        ev_schedule(ev, i, expo(st, i) / alpha[i], PRIO_ARRIVAL)
+    # --- trace replay / records (issue 13)
+    ntr = tr_t.shape[0]
+    trace = ntr > 0
+    rec = rec_a.shape[0] > 0
+    nrec = rec_a.shape[0]
+    tpos = 0  # next trace task; also the id of the next task in either mode
+    t_done = 0.0
+    if trace:
+        ev_schedule(ev, 0, tr_t[0], PRIO_ARRIVAL)
+    else:
+        for i in range(N):
+            ev_schedule(ev, i, expo(st, i) / alpha[i], PRIO_ARRIVAL)
     ht = ev.ht
     hs = ev.hs
     # --- FCFS queues: linked lists in one pool of task records, with a free list
@@ -292,6 +314,7 @@ def _run_mapping(
     qx = np.empty(cap, np.float64)
     qa = np.empty(cap, np.float64)
     qn = np.empty(cap, np.int64)
+    qid = np.empty(cap, np.int64)  # task id (arrival order)
     for s in range(cap - 1):
         qn[s] = s + 1
     qn[cap - 1] = -1
@@ -327,6 +350,8 @@ def _run_mapping(
         if code < N:
             # ---------------- arrival of class i
             i = code
+            if trace:
+                i = tr_c[tpos]
             arrived[i] += 1
             j, dc, db = _select(policy, i, t, fast, cand, ncand, wc, W, w, mu_pol, qlen, tie, st, s_pol, s_tie,
                                 tmp, pair, buf, assigned, arrived, pi, cmat, pw)
@@ -340,7 +365,9 @@ def _run_mapping(
                     break
             assigned[i, j] += 1
             # task size (unit mean), from class i's execution stream
-            if dist == EXP:
+            if trace:
+                x = tr_x[tpos]
+            elif dist == EXP:
                 x = expo(st, N + i)
             elif dist == DET:
                 x = 1.0
@@ -358,6 +385,15 @@ def _run_mapping(
             qx[p] = x
             qa[p] = t
             qn[p] = -1
+            qid[p] = tpos
+            if rec:
+                if tpos >= nrec:
+                    status = ST_RECORDS_FULL
+                    break
+                rec_a[tpos] = t
+                rec_m[tpos] = j
+                rec_c[tpos] = i
+            tpos += 1
             if qlen[j] == 0:
                 head[j] = p
             else:
@@ -376,9 +412,18 @@ def _run_mapping(
                     acc += Q[c, j] * winv[c, j]
                 W[j] = acc
             # next arrival of class i: the top slot moves down (one sift-down)
-            ev_schedule(ev, i, t + expo(st, i) / alpha[i], PRIO_ARRIVAL)
+            if not trace:
+                ev_schedule(ev, i, t + expo(st, i) / alpha[i], PRIO_ARRIVAL)
+            elif tpos < ntr:
+                ev_schedule(ev, 0, tr_t[tpos], PRIO_ARRIVAL)
+            else:
+                ev_cancel(ev, 0)
+            if trace:
+                out_work[j] += x / mu[i, j]
             if qlen[j] == 1:
                 ev_schedule(ev, N + j, t + x / mu[i, j], PRIO_COMPLETION)
+                if rec:
+                    rec_s[qid[p]] = t
             if n > max_in_system:
                 status = ST_BOUND
                 break
@@ -390,6 +435,9 @@ def _run_mapping(
             if qa[p] >= warmup:
                 out_resp[c] += t - qa[p]
                 done_c[c] += 1
+            if rec:
+                rec_e[qid[p]] = t
+            t_done = t
             head[j] = qn[p]
             qn[p] = free
             free = p
@@ -408,10 +456,15 @@ def _run_mapping(
             if qlen[j] > 0:
                 p = head[j]
                 ev_schedule(ev, code, t + qx[p] / mu[qc[p], j], PRIO_COMPLETION)
+                if rec:
+                    rec_s[qid[p]] = t
             else:
                 ev_cancel(ev, code)
     # --- close the time averages at the end (horizon, or the stopping time)
     t_end = horizon if status == ST_OK else max(t, warmup)
+    if trace and status == ST_OK:  # every task done: close at the last completion
+        t_end = max(t_done, warmup)
+    out_tend[0] = t_end
     span = max(t_end - warmup, 1e-300)
     if t_end > warmup:  # tasks still in system at the end
         for j in range(M):
@@ -421,7 +474,7 @@ def _run_mapping(
                 p = qn[p]
     for i in range(N):
         out_q[i] = area[i] / span
-    if status == ST_OK:
+    if status == ST_OK and not trace:
         seg_close(sg, horizon, n, out_seg)
     out_int[O_STATUS] = status
     out_int[O_EVENTS] = events

@@ -16,7 +16,8 @@ from ..core.variates import ExecDist, draw_general
 from .model import prepare
 from .policies import DEFAULT_TIE
 
-__all__ = ["simulate", "replication", "summarize", "instability_rule", "warm_up_kernels", "simulate_cli"]
+__all__ = ["simulate", "replication", "summarize", "instability_rule", "warm_up_kernels", "simulate_cli",
+           "prepare_trace", "records_of"]
 
 #: the trend part of the one instability rule (:mod:`hetsched.sim.core.instability`)
 instability_rule = trend_unstable
@@ -30,12 +31,38 @@ def _kernel(params: dict):
     return K.run_mapping
 
 
+_EMPTY_F = np.zeros(0)
+_EMPTY_I = np.zeros(0, np.int64)
+
+
+def _window(seed_seq: np.random.SeedSequence, params: dict):
+    """Trace arrays of this replication's window (window ``r`` for child ``r`` of the root seed)."""
+    tr = params.get("trace")
+    if tr is None:
+        return _EMPTY_F, _EMPTY_F, _EMPTY_I, 0, 0.0
+    b = tr["bounds"]
+    r = int(seed_seq.spawn_key[-1]) if len(seed_seq.spawn_key) else 0
+    r = min(r, len(b) - 2)
+    lo, hi = int(b[r]), int(b[r + 1])
+    t = tr["t"][lo:hi]
+    return np.ascontiguousarray(t - t[0]), tr["x"][lo:hi], tr["c"][lo:hi], lo, float(t[0])
+
+
 def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
-    """One replication (picklable top-level function for :func:`hetsched.runner.replicate`)."""
+    """One replication (picklable top-level function for :func:`hetsched.runner.replicate`).
+
+    With ``params["trace"]`` (:func:`prepare_trace`) replication ``r`` replays
+    window ``r`` of the trace; with ``params["records"]`` it returns the
+    per-task records as arrays (``rec_*``; :func:`records_of` makes the frame).
+    """
     from . import kernel as K
 
     run = _kernel(params)
     seed_seq = seed_sequence(seed_seq)
+    tr_t, tr_x, tr_c, tr_lo, tr_t0 = _window(seed_seq, params)
+    trace = tr_t.shape[0] > 0
+    want_rec = bool(params.get("records"))
+    rec_len = 0
     alpha, mu = params["alpha"], params["mu"]
     N = alpha.shape[0]
     d: ExecDist = params["dist"]
@@ -56,6 +83,17 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
         out_seg = np.zeros(NSEG)
         out_int = np.zeros(K.O_DONE + N, np.int64)
         out_assigned = np.zeros((N, mu.shape[1]), np.int64)
+        out_tend = np.zeros(1)
+        out_work = np.zeros(mu.shape[1])
+        if want_rec:
+            if rec_len == 0:
+                rec_len = tr_t.shape[0] if trace else int(alpha.sum() * H + 8 * math.sqrt(alpha.sum() * H) + 64)
+            rec_a, rec_s, rec_e = np.full(rec_len, np.nan), np.full(rec_len, np.nan), np.full(rec_len, np.nan)
+            rec_m = np.full(rec_len, -1, np.int64)
+            rec_c = np.full(rec_len, -1, np.int64)
+        else:
+            rec_a = rec_s = rec_e = _EMPTY_F
+            rec_m = rec_c = _EMPTY_I
         t0 = time.perf_counter()
         c0 = time.process_time()
         run(
@@ -64,11 +102,15 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
             params["pw"], params["pi"], params["C"], d.code, dpar, gen,
             H, params["warmup"], params["max_in_system"], params["tie"], st,
             out_q, out_resp, out_seg, out_int, out_assigned,
+            tr_t, tr_x, tr_c, rec_a, rec_s, rec_e, rec_m, rec_c, out_tend, out_work,
         )
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
         if out_int[K.O_STATUS] == K.ST_EXHAUSTED:  # general samples exhausted (about 8 sigma): twice as many
             gen_len *= 2
+            continue
+        if out_int[K.O_STATUS] == K.ST_RECORDS_FULL:  # more arrivals than the record arrays hold: twice as many
+            rec_len *= 2
             continue
         break
     status = int(out_int[K.O_STATUS])
@@ -81,9 +123,10 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
     done = out_int[K.O_DONE:K.O_DONE + N].astype(float)
     W = np.where(done > 0, out_resp / np.maximum(done, 1), np.nan)
     arrivals = int(out_int[K.O_ARRIVALS])
-    trend = status == K.ST_OK and trend_unstable(out_seg)
+    trend = status == K.ST_OK and not trace and trend_unstable(out_seg)
     Q = float(out_q.sum())
-    span = H - params["warmup"]
+    t_end = float(out_tend[0])
+    span = (t_end if trace else H) - params["warmup"]
     # Little's law on this run: Qbar = sum_i (completions_i / span) W_i, up to edge effects
     lam_hat = done / span
     little = float(np.nansum(lam_hat * W))
@@ -107,15 +150,59 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
         "share": (out_assigned / np.maximum(out_assigned.sum(axis=1, keepdims=True), 1)).tolist(),
         "wall": wall,
         "cpu": cpu,
+        **({"jobs": int(tr_t.shape[0]), "t_end": t_end, "window_start": tr_t0, "work": out_work.tolist(),
+            "span": float(tr_t[-1])} if trace else {}),
+        **(_rec_arrays(rec_a, rec_s, rec_e, rec_m, rec_c, tr_lo, tr_t0, arrivals)
+           if want_rec else {}),
     }
 
 
+def _rec_arrays(rec_a, rec_s, rec_e, rec_m, rec_c, lo, t0, arrivals) -> dict:
+    """Records of the tasks finished in the run (every task of a trace window), on the trace's time axis."""
+    n = min(arrivals, rec_a.shape[0])
+    done = np.flatnonzero(np.isfinite(rec_e[:n]))
+    return {"rec_task": done + lo, "rec_a": rec_a[done] + t0, "rec_s": rec_s[done] + t0, "rec_e": rec_e[done] + t0,
+            "rec_m": rec_m[done], "rec_c": rec_c[done], "rec_unfinished": int(n - done.size)}
+
+
+def records_of(runs: list[dict]):
+    """The per-task records of replications (``records=True``) as one frame with a ``rep`` column
+    (and removes the record arrays from ``runs``)."""
+    import pandas as pd
+
+    from ...traces import records_frame
+
+    parts = []
+    for r, run in enumerate(runs):
+        df = records_frame(run.pop("rec_task"), run.pop("rec_c"), run.pop("rec_a"), run.pop("rec_s"),
+                           run.pop("rec_e"), run.pop("rec_m"))
+        df.insert(0, "rep", np.full(len(df), r, np.int64))
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True)
+
+
 def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenario: str = "") -> SimResult:
-    """Aggregate replications: Student-t CIs, instability verdict, diagnostics."""
+    """Aggregate replications: Student-t CIs, instability verdict, diagnostics.
+
+    A trace replay (``params["trace"]``) reports ``W`` (mean response time) as
+    its metric, plus ``jobs``, ``load``, ``lp_lambda``; its instability verdict
+    is the allocation LP's for the trace's class mix (a finite trace always
+    drains, so no run can show growth), and its records, if asked for, are
+    ``res.records``.
+    """
     R = len(runs)
     N = len(params["alpha"])
+    tr = params.get("trace")
+    records = records_of(runs) if params.get("records") else None
     unstable, n_bound, n_trend = verdict([r["hit_bound"] for r in runs], [r["trend"] for r in runs])
-    per_class = [per_class_entry(i, [r["Q_class"][i] for r in runs],
+    metric = "Q" if tr is None else "W"
+    policy_load = busiest = None
+    if tr is not None:  # the utilisation the policy's routing offers its busiest machine, over the whole trace
+        work = np.sum([r["work"] for r in runs], axis=0)
+        span = sum(r["span"] for r in runs)
+        busiest = int(np.argmax(work))
+        policy_load = float(work[busiest] / span) if span > 0 else float("inf")
+    per_class = [per_class_entry(i, [r[f"{metric}_class"][i] for r in runs],
                                  Q=[r["Q_class"][i] for r in runs], W=[r["W_class"][i] for r in runs])
                  for i in range(N)]
     little = float(np.mean([abs(r["little_Q"] - r["Q"]) / max(r["Q"], 1e-12) for r in runs]))
@@ -123,13 +210,25 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
     if unstable:
         msg = (f"unstable: {n_bound} of {R} replications exceeded {params['max_in_system']} tasks in system, "
                f"{n_trend} of {R} show a growing number in system")
+    elif tr is not None and not tr["stable"]:
+        unstable = True
+        msg = (f"unstable: the allocation LP for the trace's class mix gives lambda* = {tr['lp_lambda']:.6g} <= 1 "
+               f"(load {tr['load']:.4g}): the offered work exceeds the capacity under every allocation")
     elif params.get("stabilizable") is False:
         unstable = True
         msg = (f"unstable: the allocation LP gives lambda* = {params['lam']:.6g} <= 1, so no policy can "
                f"stabilise this system (the runs did not show it yet)")
     contacted = [r["contacted"] for r in runs]
-    return from_replications(
-        runs, model="mapping", policy=params["policy"], metric="Q", key="Q", per_class=per_class,
+    trace_extra = {}
+    if tr is not None:
+        trace_extra = {"jobs": int(sum(r["jobs"] for r in runs)), "load": tr["load"], "lp_lambda": tr["lp_lambda"],
+                       "target_load": tr["target_load"], "classes": tr["rule"], "trace": tr["source"],
+                       "windows": R, "verdict": tr["verdict"], "Q": float(np.mean([r["Q"] for r in runs])),
+                       "policy_load": policy_load, "busiest_machine": busiest}
+    if records is not None:
+        trace_extra["records_unfinished"] = int(sum(r.pop("rec_unfinished") for r in runs))
+    res = from_replications(
+        runs, model="mapping", policy=params["policy"], metric=metric, key=metric, per_class=per_class,
         wall_seconds=wall, unstable=unstable, message=msg, scenario=scenario, horizon=params["horizon"], seed=seed,
         options={"k": params["k"], "tie": params["tie_name"], "dist": params["dist"].name,
                  "warmup": params["warmup"], "incremental_sums": params["incremental"], "time_scale": params["time_scale"],
@@ -141,8 +240,59 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
             "contacted_formula": params["ns_formula"],
             "binds": float(np.mean([r["binds"] for r in runs])),
             "little_rel_error": little,
+            **trace_extra,
         },
     )
+    res.records = records
+    return res
+
+
+def _batch_means(res: SimResult, k: int, N: int, *, keep_records: bool) -> None:
+    """Turn one whole-log replay into ``k`` batch means (equal job counts, in arrival order), in place."""
+    from ...stats import t_interval
+
+    rec = res.records.sort_values("task", kind="stable")
+    resp = (rec["end"] - rec["arrival"]).to_numpy()
+    cls = rec["class"].to_numpy()
+    parts = np.array_split(np.arange(resp.size), k)
+    Wb = [float(resp[p].mean()) for p in parts]
+    e = t_interval(Wb)
+    res.mean, res.ci, res.rel_half_width = float(e.mean), (float(e.low), float(e.high)), float(e.rel_half_width)
+    for i, pc in enumerate(res.per_class):
+        vals = [float(resp[p][cls[p] == i].mean()) for p in parts if (cls[p] == i).any()]
+        ei = t_interval(vals) if len(vals) > 1 else None
+        pc["mean"] = pc["W"] = float(np.mean(vals)) if vals else None
+        pc["ci"] = pc["W_ci"] = None if ei is None else [float(ei.low), float(ei.high)]
+        pc.pop("Q_ci", None)
+    res.reps = k
+    res.extra["windows"] = k
+    res.extra["W_windows"] = Wb
+    res.extra["W_log"] = float(resp.mean())
+    if not keep_records:
+        res.records = None
+
+
+def prepare_trace(params: dict, tw, reps: int) -> dict:
+    """Params of :func:`prepare` turned into a replay of the :class:`~hetsched.traces.TraceWorkload` ``tw``
+    in ``reps`` consecutive windows (replication ``r`` replays window ``r``, :meth:`TraceWorkload.windows`)."""
+    n = len(tw)
+    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or not 1 <= reps <= n // 2:
+        raise ModelError(f"reps: a trace of {n} jobs splits into 1 to {n // 2} windows (replications), got {reps!r}")
+    if tw.N != len(params["alpha"]):
+        raise ModelError(f"trace: prepared for {tw.N} classes, the system has {len(params['alpha'])}")
+    bounds = np.r_[0, np.cumsum([len(p) for p in np.array_split(np.arange(n), int(reps))])].astype(np.int64)
+    ns = params["ns_formula"]
+    if ns is not None:  # machines contacted per arrival: weighted by the trace's job counts, not by alpha
+        nc = params["ncand"]
+        per = {"met": 0 * nc, "lp-static": 0 * nc, "lpas-2k": np.minimum(nc, 2),
+               "guided-lpas-2k": np.minimum(nc, 2)}.get(params["policy"], nc)
+        ns = float(np.bincount(tw.klass, minlength=len(nc)) @ per / n)
+    return {**params, "ns_formula": ns, "horizon": float(np.finfo(float).max), "warmup": 0.0,
+            "max_in_system": max(int(params["max_in_system"]), n + 1),
+            "trace": {"t": np.ascontiguousarray(tw.arrival, dtype=float), "x": np.ascontiguousarray(tw.size, dtype=float),
+                      "c": np.ascontiguousarray(tw.klass, dtype=np.int64), "bounds": bounds,
+                      "stable": tw.stable, "load": tw.load, "lp_lambda": tw.lp_lambda, "target_load": tw.target_load,
+                      "rule": tw.rule, "source": tw.source, "verdict": tw.verdict}}
 
 
 def warm_up_kernels(params: dict | None = None) -> None:
@@ -150,7 +300,8 @@ def warm_up_kernels(params: dict | None = None) -> None:
     from ...system import MachineGroup, System
 
     tiny = System(id="warm-up", alpha=(1.0,), groups=(MachineGroup("m", 2, (2.0,)),))
-    p = prepare(tiny, "mct", horizon=1.0) if params is None else {**params, "horizon": 1e-9, "warmup": 0.0}
+    p = prepare(tiny, "mct", horizon=1.0) if params is None else {**params, "horizon": 1e-9, "warmup": 0.0,
+                                                                    "trace": None, "records": False}
     replication(np.random.SeedSequence(0), p)
 
 
@@ -180,6 +331,11 @@ def simulate(
     backend: str = "local",
     scheduler: str | None = None,
     progress: bool = False,
+    trace: Any = None,
+    load: float | None = None,
+    classes: str = "runtime",
+    records: bool = False,
+    windows: str = "batch",
 ) -> SimResult:
     """Simulate the immediate-mode mapping model of ``system`` under ``policy``.
 
@@ -209,6 +365,27 @@ def simulate(
         exceeds it stops and is flagged.
     workers, backend, scheduler, progress
         See :func:`hetsched.runner.replicate`.
+    trace : path, DataFrame or TraceWorkload, optional
+        Replay a real workload (an SWF log, :func:`hetsched.traces.read_swf`)
+        instead of Poisson streams: arrival times, sizes ``X`` (execution time
+        ``X / mu_ij``) and classes from :func:`hetsched.traces.workload`
+        (``classes`` = the class rule, ``load`` = the target ``1/lambda*``).
+        The LP-based policies use the allocation LP of the trace's class mix.
+        ``reps`` replications = ``reps`` consecutive windows of the trace
+        (``horizon``/``warmup`` do not apply: each window runs until its last
+        task is done). Metric ``W``; ``extra`` adds ``jobs``, ``load``, ``lp_lambda``.
+    windows : {"batch", "independent"}
+        How a trace gives ``reps`` replications: ``batch`` (default) replays
+        the whole log once and splits its jobs into ``reps`` consecutive
+        windows of equal counts for batch means (``mean`` is the log's own
+        mean response time); ``independent`` replays each window from an
+        empty system (independent runs, but each window loses the backlog it
+        inherits in the log: W is biased low, strongly for heavy-tailed logs).
+    records : bool
+        Keep one record per task (``res.records``, a DataFrame with the
+        columns of :data:`hetsched.traces.RECORD_COLUMNS` and ``rep``; tasks
+        unfinished at the horizon are left out and counted in
+        ``records_unfinished``).
 
     Returns
     -------
@@ -222,8 +399,33 @@ def simulate(
 
     _load_modules()  # start-up: module imports are not part of wall_seconds
     t_start = time.perf_counter()
+    tw = None
+    if trace is not None:
+        from ...traces import TraceWorkload, workload
+
+        tw = trace if isinstance(trace, TraceWorkload) else workload(trace, system, classes=classes, load=load)
+        if tw.N != system.N:
+            raise ModelError(f"trace: prepared for {tw.N} classes, system {system.id!r} has {system.N}")
+        # the LP-based policies allocate for the trace's class mix (its work arrival vector)
+        system = system.with_(alpha=tuple(float(a) for a in tw.alpha), alpha_matrix=None)
+    elif load is not None:
+        raise ModelError("load applies to a trace replay only (give trace=...)")
+    if not isinstance(records, (bool, np.bool_)):
+        raise ModelError(f"records must be True or False, got {records!r}")
     params = prepare(system, policy, k=k, tie=tie, C=C, dist=dist, scv=scv, lp_solution=lp_solution,
                      horizon=horizon, warmup=warmup, max_in_system=max_in_system)
+    params["records"] = bool(records)
+    params["trace"] = None
+    batches = 0
+    if tw is not None:
+        if windows not in ("batch", "independent"):
+            raise ModelError(f"windows: expected 'batch' or 'independent', got {windows!r}")
+        prepare_trace(params, tw, reps)  # validates reps against the trace
+        if windows == "batch":
+            batches, reps = int(reps), 1
+            params = prepare_trace({**params, "records": True}, tw, 1)
+        else:
+            params = prepare_trace(params, tw, reps)
     root = seed_sequence(seed)
     n_workers = _check(reps, int(root.entropy), workers, backend, scheduler)
     # start-up, not timed: compile (or load from the numba cache) here, so that forked workers inherit
@@ -231,18 +433,25 @@ def simulate(
     t_warm = time.perf_counter()
     warm_up_kernels(params if params["user"] is not None else None)
     if backend == "local" and n_workers > 1:
-        replicate(replication, {**params, "horizon": 1e-9}, n_workers, 0, workers=n_workers, progress=False)
+        replicate(replication, {**params, "horizon": 1e-9, "trace": None, "records": False}, n_workers, 0,
+                  workers=n_workers, progress=False)
     startup = time.perf_counter() - t_warm
     runs = replicate(replication, params, reps, int(root.entropy), workers=workers, backend=backend,
                      scheduler=scheduler, progress=progress, label=f"{system.id} {params['policy']}")
     res = summarize(params, runs, seed=int(root.entropy), wall=0.0, scenario=system.id)
+    if tw is not None:
+        res.horizon = None
+        res.extra["windows_rule"] = windows
+    if batches:
+        _batch_means(res, batches, len(params["alpha"]), keep_records=bool(records))
     # wall_seconds: everything after start-up (validation, LP, replications, summary)
     res.wall_seconds = time.perf_counter() - t_start - startup
     res.extra["startup_seconds"] = startup
     return res
 
 
-_CLI_OPTIONS = {"k", "dist", "tie", "warmup", "C", "scv", "lp_solution", "max_in_system"}
+_CLI_OPTIONS = {"k", "dist", "tie", "warmup", "C", "scv", "lp_solution", "max_in_system", "trace", "load", "classes",
+                "records", "windows"}
 
 
 def simulate_cli(system, policy, *, reps: int, horizon: float | None, seed: int, workers: int | None,
