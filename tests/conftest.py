@@ -18,11 +18,9 @@ repository, found from this file, never an absolute path), ``closed_forms``.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
