@@ -538,18 +538,6 @@ class System:
     def summary(self) -> str:
         return f"{self.id}: N={self.N} classes, M={self.M} machines in {len(self.groups)} groups"
 
-    @classmethod
-    def from_arrays(cls, alpha: Iterable[float], mu: Iterable[Iterable[float]], *, id: str = "custom",
-                    machine_names: Sequence[str] | None = None, **fields: Any) -> "System":
-        """A system from an arrival vector ``alpha`` (N) and a rate matrix ``mu`` (N x M).
-
-        One group per machine (identical machines are still recognised by the
-        LP, :meth:`lp_groups`); other fields (``availability``, ``exec_dist``,
-        ``failures``, ``class_names``, ``title``, ...) as keywords.
-        """
-        return cls(id=id, alpha=tuple(_vec("field 'alpha'", alpha)), groups=groups_from_matrix(mu, machine_names),
-                   **fields)
-
 
 def _matrix(where: Any, mu: Any) -> np.ndarray:
     """A finite ``N x M`` float matrix from a list of rows or an array (messages name ``mu[i][j]``)."""

@@ -20,6 +20,11 @@ THESIS_REPS = 30
 THESIS_HORIZON = 20_000.0
 
 
+
+#: --set keys of every chapter-3 experiment
+_PARAMS = (REPS, HORIZON, Param("tie", "str", "ties between classes and idle machines",
+                                choices=("random", "lowest", "highest")))
+
 def _cfg(opts: RunOptions, reps: int = THESIS_REPS, horizon: float = THESIS_HORIZON,
          qreps: int = 2, qhorizon: float = 1_000.0, runs: list[tuple] | None = None) -> tuple[int, float]:
     """``(reps, horizon)``; ``--set`` values win (also under ``--quick``). ``runs``: the
@@ -155,7 +160,7 @@ def _make_table(num: str):
 
 for _num, (_sid, _) in _SYS.items():
     register(Experiment(f"thesis-table-{_num}", f"Desktop grid System {_sid}: FCFS, Gcmu, LPAS_DG",
-                        f"Al-Azzoni thesis §3.4, Table {_num}", _make_table(_num), params=(REPS, HORIZON)))
+                        f"Al-Azzoni thesis §3.4, Table {_num}", _make_table(_num), params=_PARAMS))
 
 
 def _table_3_11(opts: RunOptions) -> ExperimentResult:
@@ -166,7 +171,7 @@ def _table_3_11(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-table-3.11", "System 3.A with hyperexponential up/down times and 3 execution-time families",
-                    "Al-Azzoni thesis §3.4.2, Table 3.11", _table_3_11, params=(REPS, HORIZON)))
+                    "Al-Azzoni thesis §3.4.2, Table 3.11", _table_3_11, params=_PARAMS))
 
 
 def _table_3_12(opts: RunOptions) -> ExperimentResult:
@@ -177,7 +182,7 @@ def _table_3_12(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-table-3.12", "Large desktop grid System 3.F (100 copies of 3.A)",
-                    "Al-Azzoni thesis §3.4.3, Table 3.12", _table_3_12, params=(REPS, HORIZON)))
+                    "Al-Azzoni thesis §3.4.3, Table 3.12", _table_3_12, params=_PARAMS))
 
 
 def _table_3_14(opts: RunOptions) -> ExperimentResult:
@@ -193,7 +198,7 @@ def _table_3_14(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-table-3.14", "Robust LPAS_DG (central LP solution) on Systems 3.B-3.E",
-                    "Al-Azzoni thesis §3.4.6, Table 3.14", _table_3_14, params=(REPS, HORIZON)))
+                    "Al-Azzoni thesis §3.4.6, Table 3.14", _table_3_14, params=_PARAMS))
 
 
 def _cpuinfo(opts: RunOptions) -> ExperimentResult:
@@ -206,7 +211,7 @@ def _cpuinfo(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-3.4.4", "LPAS_DG with and without CPU-availability estimates (System 3.A, alpha = 0.75 alpha1)",
-                    "Al-Azzoni thesis §3.4.4", _cpuinfo, params=(REPS, HORIZON)))
+                    "Al-Azzoni thesis §3.4.4", _cpuinfo, params=_PARAMS))
 
 
 def _fig_3_4(opts: RunOptions) -> ExperimentResult:
@@ -245,7 +250,7 @@ def _fig_3_4(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("thesis-fig-3.4", "Inaccurate CPU-availability estimates: LPAS_DG vs robust LPAS_DG (System 3.H)",
-                    "Al-Azzoni thesis §3.4.6, Figure 3.4", _fig_3_4, params=(REPS, HORIZON)))
+                    "Al-Azzoni thesis §3.4.6, Figure 3.4", _fig_3_4, params=_PARAMS))
 
 
 def _make_fig_g(full: bool):
@@ -298,9 +303,9 @@ def _make_fig_g(full: bool):
 
 
 register(Experiment("thesis-fig-3.1-3.3", "Realistic Systems 3.G1/3.G2 (300 machines, Table 3.13), 5 x 2e8 time units",
-                    "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(False), params=(REPS, HORIZON)))
+                    "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(False), params=_PARAMS))
 register(Experiment("thesis-fig-3.1-3.3-full", "Systems 3.G1/3.G2 for the thesis's 2e9 time units (long)",
-                    "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(True), params=(REPS, HORIZON)))
+                    "Al-Azzoni thesis §3.4.5, Figures 3.1-3.3", _make_fig_g(True), params=_PARAMS))
 
 
 # ----------------------------------------------------------------------------- which LP solution LPAS_DG uses
@@ -393,7 +398,7 @@ def _lp_reading(opts: RunOptions) -> ExperimentResult:
 register(Experiment("thesis-ch3-lp-reading",
                     "Which optimal LP solution LPAS_DG uses: printed LPAS_DG W of Tables 3.3-3.6, 3.11, §3.4.4 vs ours",
                     "Al-Azzoni thesis §3.3 (end), Tables 3.3-3.6, 3.11, §3.4.4", _lp_reading,
-                    params=(REPS, HORIZON,
+                    params=(*_PARAMS,
                             Param("variants", "strs", "LP readings: groups, machines, reverse or an integer "
                                   "(column order seed)", check=_check_variant),
                             Param("tables", "strs", "tables to compare",

@@ -29,7 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import HetschedError
-from . import Experiment, ExperimentResult, RunOptions, register
+from . import REPS, Experiment, ExperimentResult, Param, RunOptions, register
 
 # repository-relative: <repo>/../shared/traces (this file is <repo>/src/hetsched/experiments/traces.py)
 TRACES_DIR = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
@@ -168,4 +168,11 @@ def run(opts: RunOptions) -> ExperimentResult:
 
 
 register(Experiment("traces", "2.C1 fed by real SWF logs (NASA, Gaia, LCG): MET, MCT, KPB, LPAS, LPAS-2/k, "
-                    "LP-Static at loads 0.7-0.9", "issue 13 (Parallel Workloads Archive logs)", run))
+                    "LP-Static at loads 0.7-0.9", "issue 13 (Parallel Workloads Archive logs)", run,
+                    params=(REPS,
+                            Param("jobs", "int", "first JOBS jobs of each log (default: all; 3000 with --quick)",
+                                  1, 10_000_000),
+                            Param("loads", "floats", "loads 1/lambda* to replay at", 0.0, 1.0, lo_open=True),
+                            Param("policies", "strs", "mapping policies", choices=tuple(POLICIES)),
+                            Param("logs", "strs", "log files under traces_dir", choices=tuple(LOGS)),
+                            Param("traces_dir", "str", "folder of the logs (default ../shared/traces)"))))
