@@ -166,7 +166,6 @@ _SIM_CASES = [("2.A", "mct"), ("2.C1", "lpas"), ("2.D", "kpb"), ("2.B", "guided-
               ("3.A", "fcfs"), ("3.A", "gcmu"), ("4.A", "lpas-dec"), ("4.A", "mct")]
 
 
-@_owned_by("CORE/DESKTOP (sim/)", "simulate")
 @fuzz_settings(80)
 @given(data=st.data())
 def test_simulate_bad_arguments(files, data):
@@ -214,7 +213,6 @@ def test_mdp_coalloc_bad_arguments(data):
     assert_refused(run_fork(["mdp", "coalloc", "--delta", "10", opt, val], timeout=OTHER_TIMEOUT), opt, opt.lstrip("-"))
 
 
-@_owned_by("EXPORTS (srn/cli.py)", "srn gang")
 @fuzz_settings(40)
 @given(data=st.data())
 def test_srn_gang_bad_arguments(data):

@@ -210,7 +210,7 @@ def check_demo_args(policy: str, workers: int, tasks: int, kill: int, seed: int,
     policy_code(policy)
     _int_arg("workers", workers, 1, MAX_WORKERS)
     _int_arg("tasks", tasks, 1, MAX_TASKS)
-    _int_arg("kill", kill, 0, 100_000)
+    _int_arg("kill", kill, 0, 1_000)
     _int_arg("seed", seed, 0, 2**63 - 1)
     if not (isinstance(load, (int, float)) and math.isfinite(load) and 0 < load < 1):
         raise ModelError(f"--load: offered load 1/lambda* must lie in (0, 1) (1 or more is unstable), got {load!r}")

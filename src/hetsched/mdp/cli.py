@@ -162,9 +162,10 @@ def coalloc_cmd(
         import math
 
         floor = 1e-13 * max(c1, c2, 1e-300) / beta      # J is about max(c) / beta: below this is rounding
-        if not (math.isfinite(eps) and floor <= eps):
-            raise ModelError(f"--eps: must be a finite number >= 1e-13 max(c1, c2) / beta = {floor:.3g} "
-                             f"(the rounding level of J), got {eps!r}")
+        top = max(c1, c2, 1e-300) / beta                # about J itself: a tolerance above it certifies nothing
+        if not (math.isfinite(eps) and floor <= eps <= top):
+            raise ModelError(f"--eps: must lie in [1e-13, 1] x max(c1, c2) / beta = [{floor:.3g}, {top:.3g}] "
+                             f"(from the rounding level of J to J's own size), got {eps!r}")
     if not (0 <= p <= 1):
         raise ModelError(f"--p: the probability of a one-node job must lie in [0, 1], got {p!r}")
     _choice("--method", method, METHODS)

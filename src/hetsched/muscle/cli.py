@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .._cliutil import emit_json, guard
+from .._cliutil import emit_json, guard, positive_float
 
 muscle_app = typer.Typer(help="MUSCLE multicluster scheduling of moldable jobs (seed 002).", no_args_is_help=True)
 
@@ -48,7 +48,7 @@ def run_cmd(
     sizes: str = typer.Option("20,16,12,10", "--sizes", help="Cluster sizes (Table 1 by default)."),
     rates: str = typer.Option("1.0,1.2,1.4,1.6", "--rates", help="Service rates per cluster."),
     max_s: int = typer.Option(10, "--max-s", help="MAX_S of the generated workload."),
-    phi: float = typer.Option(0.05, "--phi", help="Scalability factor of Eq. 3."),
+    phi: float = typer.Option(0.05, "--phi", callback=positive_float(1e3), help="Scalability factor of Eq. 3."),
     swf: Optional[Path] = typer.Option(None, "--swf", help="Read jobs from an SWF log (.swf or .swf.gz)."),
     skip_malformed: bool = typer.Option(False, "--skip-malformed", help="Skip (and count) malformed SWF lines "
                                         "instead of stopping at the first."),

@@ -12,7 +12,8 @@ from typing import Optional
 
 import typer
 
-from .._cliutil import emit_json, guard
+from .._cliutil import (MAX_HORIZON, MAX_REPS, MAX_WORKERS, bounded_int, check_event_budget, choice, emit_json,
+                        estimated_events, finite_float, guard, positive_float, seed_int)
 from .core.seeds import DEFAULT_SEED
 
 
@@ -25,22 +26,22 @@ def simulate_cmd(
     scenario: str = typer.Argument(..., help="Scenario id (see `hetsched scenarios`) or a path to a .toml file."),
     policy: str = typer.Option(..., "--policy", help="Policy name, e.g. met, mct, kpb, lpas, lpas-2k, lp-static, "
                                "guided-lpas, guided-lpas-2k."),
-    reps: int = typer.Option(30, "--reps", help="Independent replications."),
-    horizon: float = typer.Option(20000.0, "--horizon", help="Simulated time units per replication."),
-    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the SeedSequence spawned per replication."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Local worker processes (default: all cores)."),
-    backend: str = typer.Option("local", "--backend", help="local or dask."),
+    reps: int = typer.Option(30, "--reps", callback=bounded_int(1, MAX_REPS), help="Independent replications."),
+    horizon: float = typer.Option(20000.0, "--horizon", callback=positive_float(MAX_HORIZON), help="Simulated time units per replication."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", callback=seed_int(), help="Seed of the SeedSequence spawned per replication."),
+    workers: Optional[int] = typer.Option(None, "--workers", callback=bounded_int(1, MAX_WORKERS), help="Local worker processes (default: all cores)."),
+    backend: str = typer.Option("local", "--backend", callback=choice(("local", "dask")), help="local or dask."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:port)."),
-    k: Optional[int] = typer.Option(None, "--k", help="KPB: number of machines k-bar considered per class."),
+    k: Optional[int] = typer.Option(None, "--k", callback=bounded_int(1, 1_000_000), help="KPB: number of machines k-bar considered per class."),
     arrivals: Optional[str] = typer.Option(None, "--arrivals", help="Arrival-rate variant of the scenario."),
-    case: Optional[int] = typer.Option(None, "--case", help="Failure/availability case of the scenario."),
-    dist: Optional[str] = typer.Option(None, "--dist", help="Execution times: exp, det or hyperexp (default: the scenario's)."),
-    tie: Optional[str] = typer.Option(None, "--tie", help="Ties between equally good machines: random (default), lowest, highest."),
-    warmup: Optional[float] = typer.Option(None, "--warmup", help="Delete [0, warmup) from the statistics (default 0)."),
-    c: Optional[float] = typer.Option(None, "--c", help="Guided-LPAS constant C_ij (same for all i, j; default 1)."),
+    case: Optional[int] = typer.Option(None, "--case", callback=bounded_int(1, 10_000), help="Failure/availability case of the scenario."),
+    dist: Optional[str] = typer.Option(None, "--dist", callback=choice(("exp", "det", "hyperexp")), help="Execution times: exp, det or hyperexp (default: the scenario's)."),
+    tie: Optional[str] = typer.Option(None, "--tie", callback=choice(("random", "lowest", "highest")), help="Ties between equally good machines: random (default), lowest, highest."),
+    warmup: Optional[float] = typer.Option(None, "--warmup", callback=finite_float(0, MAX_HORIZON), help="Delete [0, warmup) from the statistics (default 0)."),
+    c: Optional[float] = typer.Option(None, "--c", callback=positive_float(1e6), help="Guided-LPAS constant C_ij (same for all i, j; default 1)."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="Replay an SWF log (.swf or .swf.gz) instead of "
                                          "Poisson arrivals; --reps = consecutive windows of the log."),
-    rho: Optional[float] = typer.Option(None, "--load", help="With --trace: rescale time so that the allocation "
+    rho: Optional[float] = typer.Option(None, "--load", callback=finite_float(0, 1e6, lo_open=True), help="With --trace: rescale time so that the allocation "
                                          "LP for the log's class mix gives 1/lambda* = RHO (default: the log's own "
                                          "time axis)."),
     classes: Optional[str] = typer.Option(None, "--classes", help="With --trace: class of a job by runtime "
@@ -63,6 +64,9 @@ def simulate_cmd(
     model_for_policy(policy)  # unknown policy: fail before loading the scenario
     system = load(scenario, arrivals=arrivals, case=case)
     model = model_for_policy(policy, system)
+    if trace is None:
+        check_event_budget(estimated_events(float(sum(system.alpha_array)), horizon, reps),
+                           f"--reps {reps} x --horizon {horizon:g}")
     options = {name: v for name, v in (("k", k), ("dist", dist), ("tie", tie), ("warmup", warmup), ("C", c))
                if v is not None}
     tw = None
