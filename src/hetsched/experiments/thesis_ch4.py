@@ -64,13 +64,13 @@ def table_4_1(opts: RunOptions) -> ExperimentResult:
         row = {
             "policy": label, "k": k,
             "W": None if r.unstable else r.mean,
-            "accuracy": None if r.unstable else r.rel_half_width,
+            "accuracy": None if r.unstable else 100 * r.rel_half_width,
         }
         for pc in r.per_class:
             row[f"W{pc['class']}"] = None if r.unstable else pc["mean"]
         row["X"] = r.messages
-        row["X_accuracy"] = (r.messages_ci[1] - r.messages) / r.messages if r.messages else 0.0
-        row["Delta"] = None if not x_mct else 1.0 - r.messages / x_mct
+        row["X_accuracy"] = 100 * (r.messages_ci[1] - r.messages) / r.messages if r.messages else 0.0
+        row["Delta"] = None if not x_mct else 100 * (1.0 - r.messages / x_mct)  # percent
         row["unstable"] = r.unstable
         row["lp_solves"] = r.lp_solves
         row["events"] = r.events
@@ -79,11 +79,11 @@ def table_4_1(opts: RunOptions) -> ExperimentResult:
         + f" {'X':>12} {'Delta':>7}"
     lines = [f"Table 4.1 (System 4.A, {reps} x {horizon:g} time units)", head]
     for r in rows:
-        lines.append(f"{r['policy']:<12} {_fmt(r['W']):>9} {_fmt(r['accuracy'] and 100 * r['accuracy'], 2) + '%':>7} "
+        lines.append(f"{r['policy']:<12} {_fmt(r['W']):>9} {_fmt(r['accuracy'], 2) + '%':>7} "
                      + " ".join(f"{_fmt(r[f'W{i + 1}']):>8}" for i in range(s.N))
-                     + f" {r['X']:>12.0f} {100 * r['Delta']:>6.1f}%")
-    notes = ["Delta = 1 - X / X_MCT (message reduction against MCT).",
-             "W in time units; accuracy = CI half-width / mean (95 %)."]
+                     + f" {r['X']:>12.0f} {r['Delta']:>6.1f}%")
+    notes = ["Delta = 100 (1 - X / X_MCT) % (message reduction against MCT).",
+             "W in time units; accuracy = 100 x CI half-width / mean (95 %), in percent."]
     return ExperimentResult("thesis-table-4.1", rows, "\n".join(lines), notes=notes,
                             meta={"reps": reps, "horizon": horizon, "seed": opts.seed})
 
