@@ -32,9 +32,9 @@ pytestmark = pytest.mark.fuzz
 OTHER_TIMEOUT = 8.0
 
 
-def _owned_by(owner: str, what: str):
-    return pytest.mark.xfail(strict=False, reason=f"{what}: argument checks owned by {owner}; "
-                                                  "the lead turns this on after merging")
+def _known_gap(what: str, gap: str):
+    """A command whose fuzz case still finds a gap (issue 15, open): stated here, not hidden."""
+    return pytest.mark.xfail(strict=False, reason=f"{what}: {gap}")
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_simulate_bad_arguments(files, data):
     assert_refused(run_fork(base + [opt, val], timeout=OTHER_TIMEOUT), opt, opt.lstrip("-"))
 
 
-@_owned_by("EXPORTS (mdp/cli.py)", "mdp coalloc")
+@_known_gap("mdp coalloc", "--rho 1 is solved with an instability warning (exit 0), not refused")
 @fuzz_settings(60)
 @given(data=st.data())
 def test_mdp_coalloc_bad_arguments(data):
@@ -224,7 +224,7 @@ def test_srn_gang_bad_arguments(data):
     assert_refused(run_fork(args, timeout=OTHER_TIMEOUT), opt, opt.lstrip("-"))
 
 
-@_owned_by("TRACES (muscle/)", "muscle run")
+@_known_gap("muscle run", "a --sizes/--rates length mismatch names 'rates', not the option")
 @fuzz_settings(60)
 @given(data=st.data())
 def test_muscle_run_bad_arguments(files, data):
@@ -253,7 +253,7 @@ def _dispatch_commands() -> list[str]:
     return [c for c in ("demo", "bench") if grp is not None and c in getattr(grp, "commands", {})] or ["demo"]
 
 
-@_owned_by("DISPATCH (dispatch/)", "dispatch demo/bench")
+@_known_gap("dispatch demo/bench", "large --tasks within the stated cap run past the 8 s example limit")
 @fuzz_settings(40)
 @given(data=st.data())
 def test_dispatch_bad_arguments(files, data):
