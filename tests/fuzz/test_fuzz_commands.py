@@ -153,10 +153,12 @@ def test_reproduce_bad_arguments(data):
     assert_refused(o, *names)
 
 
-def test_reproduce_event_budget_is_refused_up_front():
-    o = run_fork(["reproduce", "thesis-table-2.1", "--quick", "--set", "reps=10000", "--set", "horizon=1e12"])
+def test_reproduce_event_budget_is_refused_up_front(tmp_path):
+    out = ["--outdir", str(tmp_path)]  # a fresh folder: existing results elsewhere must not decide the outcome
+    o = run_fork(["reproduce", "thesis-table-2.1", "--quick", "--set", "reps=10000", "--set", "horizon=1e12", *out])
     assert_refused(o, "events estimated")
-    o = run_fork(["reproduce", "coalloc-fig5", "--quick", "--set", "reps=10000", "--set", "completions=100000000"])
+    o = run_fork(["reproduce", "coalloc-fig5", "--quick", "--set", "reps=10000", "--set", "completions=100000000",
+                  *out])
     assert_refused(o, "events estimated")
 
 
