@@ -55,12 +55,8 @@ value. In the simulator the function is compiled with numba into the kernel
 
 from __future__ import annotations
 
-import inspect
-import itertools
-import os
-import pickle
-
 from ..errors import ModelError
+from .user import DEFAULT_TIE, TIE_RULES, UserPolicy, tie_code
 
 __all__ = ["FCFS", "GCMU", "LPAS_DG", "LPAS_DG_ROBUST", "USER", "POLICY_CODES", "POLICY_NAMES", "TIE_RULES",
            "DEFAULT_TIE", "policy_code", "tie_code", "select_class", "choose", "qualifies", "PullPolicy",
@@ -69,8 +65,6 @@ __all__ = ["FCFS", "GCMU", "LPAS_DG", "LPAS_DG_ROBUST", "USER", "POLICY_CODES", 
 FCFS, GCMU, LPAS_DG, LPAS_DG_ROBUST, USER = 0, 1, 2, 3, 4
 POLICY_CODES = {"fcfs": FCFS, "gcmu": GCMU, "lpas-dg": LPAS_DG, "lpas-dg-robust": LPAS_DG_ROBUST}
 POLICY_NAMES = {v: k for k, v in POLICY_CODES.items()}
-TIE_RULES = {"lowest": 0, "highest": 1, "random": 2}
-DEFAULT_TIE = "random"
 
 
 def policy_code(name: str) -> int:
@@ -79,14 +73,6 @@ def policy_code(name: str) -> int:
     if key not in POLICY_CODES:
         raise ModelError(f"policy: expected one of {', '.join(POLICY_CODES)}, got {name!r}")
     return POLICY_CODES[key]
-
-
-def tie_code(rule: str) -> int:
-    """Integer code of a tie rule (``lowest``, ``highest``, ``random``)."""
-    key = str(rule).strip().lower()
-    if key not in TIE_RULES:
-        raise ModelError(f"tie rule {rule!r} unknown; choose one of {', '.join(TIE_RULES)}")
-    return TIE_RULES[key]
 
 
 def choose(policy, tie, t, qlen, head_arrival, rate, r, eligible, e, u):
@@ -191,10 +177,7 @@ def select_class(policy, t, qlen, head_arrival, rate, eligible, *, tie="lowest",
 
 
 # --------------------------------------------------------------------------- user policies
-_TOKENS = itertools.count()
-
-
-class PullPolicy:
+class PullPolicy(UserPolicy):
     """A user-written pull policy (made by :func:`pull_policy`).
 
     Calling it calls the plain Python function; the simulator compiles it
@@ -206,35 +189,25 @@ class PullPolicy:
     code = USER
     #: the model that runs it (``hetsched.simulate`` routes a policy object by this name)
     __hetsched_model__ = "desktop-grid"
+    KIND = "pull policy"
+    ARGS = ("t", "qlen", "head_arrival", "rate", "eligible", "u")
+    RETURNS = "a class index"
 
     def __init__(self, fn, name: str | None = None, uses_lp: bool = False, _token: str | None = None):
-        if not callable(fn):
-            raise ModelError(f"pull_policy needs a function f(t, qlen, head_arrival, rate, eligible, u), got {fn!r}")
-        try:
-            params = [p for p in inspect.signature(fn).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        except (TypeError, ValueError):
-            params = []
-        self.fn = fn
-        self.name = str(name or getattr(fn, "__name__", "user-pull-policy"))
-        if len(params) != 6:
-            raise ModelError(f"pull policy {self.name!r}: expected f(t, qlen, head_arrival, rate, eligible, u) "
-                             f"with 6 arguments, got {len(params)}")
         self.uses_lp = bool(uses_lp)
-        self.token = _token or f"{os.getpid()}-{next(_TOKENS)}-{id(fn)}"
-        self._compiled = None
-        self.__doc__ = getattr(fn, "__doc__", None)
+        super().__init__(fn, name, _token)
 
-    def __call__(self, t, qlen, head_arrival, rate, eligible, u):
-        return self.fn(t, qlen, head_arrival, rate, eligible, u)
+    def _options(self) -> dict:
+        return {"uses_lp": self.uses_lp}
 
     def __repr__(self) -> str:
         return f"<pull policy {self.name!r}{' (uses the LP)' if self.uses_lp else ''}>"
 
-    def __reduce__(self):
-        from numba import cloudpickle
+    def signature(self):
+        from numba import types
 
-        return (_rebuild, (cloudpickle.dumps(self.fn), self.name, self.uses_lp, self.token))
+        return (types.float64, types.int64[::1], types.float64[::1], types.float64[::1], types.boolean[::1],
+                types.float64)
 
     def error(self, machine, value, why: str) -> ModelError:
         where = f"machine {machine}" if machine is not None else "a machine"
@@ -260,32 +233,6 @@ class PullPolicy:
             raise self.error(machine, i, f"the machine cannot run class {i} (rate 0)")
         if self.uses_lp and not eligible[0, i]:
             raise self.error(machine, i, f"class {i} is not in the machine's LP support (delta* = 0)")
-
-    def compiled(self):
-        """The numba-compiled function, checked once: it compiles and returns an integer."""
-        if self._compiled is None:
-            from numba import njit, types
-            from numba.core.errors import NumbaError
-
-            sig = (types.float64, types.int64[::1], types.float64[::1], types.float64[::1], types.boolean[::1],
-                   types.float64)
-            disp = njit(self.fn) if not hasattr(self.fn, "py_func") else self.fn
-            try:
-                disp.compile(sig)
-            except NumbaError as exc:
-                first = str(exc).strip().splitlines()
-                raise ModelError(f"pull policy {self.name!r} does not compile with numba (nopython mode): "
-                                 f"{first[0] if first else exc}") from None
-            rtype = disp.nopython_signatures[-1].return_type
-            if not isinstance(rtype, types.Integer):
-                raise ModelError(f"pull policy {self.name!r} must return a class index (an integer), "
-                                 f"but returns {rtype}")
-            self._compiled = disp
-        return self._compiled
-
-
-def _rebuild(blob: bytes, name: str, uses_lp: bool, token: str) -> PullPolicy:
-    return PullPolicy(pickle.loads(blob), name, uses_lp, _token=token)
 
 
 def pull_policy(fn=None, *, name: str | None = None, uses_lp: bool = False):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import ModelError
+from ...policies.user import DEFAULT_TIE, TIE_RULES, tie_code
 from ..core.instability import default_bound
 
 __all__ = ["prepare", "Prepared", "POLICY_CODES", "PROPAGATION", "TIES", "DEFAULT_TIE", "per_machine_alpha",
@@ -15,8 +16,7 @@ __all__ = ["prepare", "Prepared", "POLICY_CODES", "PROPAGATION", "TIES", "DEFAUL
 
 POLICY_CODES = {"mct": 0, "kpb": 1, "lpas-dec": 2}
 PROPAGATION = ("messages", "instant")
-TIES = {"lowest": 0, "highest": 1, "random": 2}
-DEFAULT_TIE = "random"
+TIES = TIE_RULES
 #: options :func:`prepare` takes besides ``k`` and ``horizon``
 OPTIONS = ("warmup", "inaccuracy", "rate_changes", "cpu_changes", "propagation", "include_local", "tie",
            "max_in_system", "log")
@@ -92,8 +92,7 @@ def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_0
     inaccuracy = _finite("inaccuracy I", inaccuracy, 0.0, 1.0, hi_open=True)
     if propagation not in PROPAGATION:
         raise ModelError(f"propagation must be one of {PROPAGATION}, got {propagation!r}")
-    if str(tie).lower() not in TIES:
-        raise ModelError(f"tie rule must be one of {tuple(TIES)}, got {tie!r}")
+    tcode = tie_code(tie)
     alpha0 = np.ascontiguousarray(per_machine_alpha(system))
     meta = dict(system.meta or {})
     rc_rate = float(meta.get("rate_change_rate", 0.0))
@@ -129,7 +128,7 @@ def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_0
     iopt[I_KBAR] = kbar
     iopt[I_LOCAL] = int(bool(include_local))
     iopt[I_INSTANT] = int(propagation == "instant")
-    iopt[I_TIE] = TIES[str(tie).lower()]
+    iopt[I_TIE] = tcode
     iopt[I_BOUND] = int(bound)
     fopt = np.zeros(N_FOPT)
     fopt[F_RC_RATE] = rc_rate if rate_changes else 0.0

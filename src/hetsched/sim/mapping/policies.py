@@ -52,13 +52,10 @@ the policy, the class and the value. A user policy breaks its own ties (with
 
 from __future__ import annotations
 
-import inspect
-import itertools
-import os
-import pickle
 from dataclasses import dataclass
 
 from ...errors import ModelError
+from ...policies.user import DEFAULT_TIE, TIE_RULES, UserPolicy, tie_code
 
 __all__ = ["Policy", "POLICIES", "TIE_RULES", "DEFAULT_TIE", "USER_CODE", "get_policy", "tie_code",
            "MappingPolicy", "mapping_policy"]
@@ -88,9 +85,6 @@ POLICIES: dict[str, Policy] = {
 }
 USER_CODE = 8
 
-TIE_RULES = {"lowest": 0, "highest": 1, "random": 2}
-DEFAULT_TIE = "random"
-
 
 def get_policy(name: str) -> Policy:
     key = str(name).strip().lower()
@@ -99,18 +93,8 @@ def get_policy(name: str) -> Policy:
     return POLICIES[key]
 
 
-def tie_code(rule: str) -> int:
-    key = str(rule).strip().lower()
-    if key not in TIE_RULES:
-        raise ModelError(f"tie rule {rule!r} unknown; choose one of {', '.join(TIE_RULES)}")
-    return TIE_RULES[key]
-
-
 # --------------------------------------------------------------------------- user policies
-_TOKENS = itertools.count()
-
-
-class MappingPolicy:
+class MappingPolicy(UserPolicy):
     """A user-written mapping policy (made by :func:`mapping_policy`).
 
     Calling it calls the plain Python function (handy for testing it); the
@@ -120,56 +104,18 @@ class MappingPolicy:
     """
 
     __hetsched_model__ = "mapping"  # hetsched.simulate routes a policy object to its model by this
+    KIND = "mapping policy"
+    ARGS = ("i", "mu", "n", "work", "u")
+    RETURNS = "a machine index"
 
     def __init__(self, fn, name: str | None = None, _token: str | None = None):
-        if not callable(fn):
-            raise ModelError(f"mapping_policy needs a function f(i, mu, n, work, u), got {fn!r}")
-        try:
-            params = [p for p in inspect.signature(fn).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        except (TypeError, ValueError):
-            params = []
-        self.fn = fn
-        self.name = str(name or getattr(fn, "__name__", "user-policy"))
-        if len(params) != 5:
-            raise ModelError(f"mapping policy {self.name!r}: expected f(i, mu, n, work, u) with 5 arguments, "
-                             f"got {len(params)}")
-        self.token = _token or f"{os.getpid()}-{next(_TOKENS)}-{id(fn)}"
-        self.uses_u = _reads_argument(fn, params[4].name) if params else True
-        self._compiled = None
-        self.__doc__ = getattr(fn, "__doc__", None)
+        super().__init__(fn, name, _token)
+        self.uses_u = _reads_argument(fn, self._params[4].name) if self._params else True
 
-    def __call__(self, i, mu, n, work, u):
-        return self.fn(i, mu, n, work, u)
+    def signature(self):
+        from numba import types
 
-    def __repr__(self) -> str:
-        return f"<mapping policy {self.name!r}>"
-
-    def __reduce__(self):
-        from numba import cloudpickle
-
-        return (_rebuild, (cloudpickle.dumps(self.fn), self.name, self.token))
-
-    def compiled(self):
-        """The numba-compiled function, checked once: it compiles and returns an integer."""
-        if self._compiled is None:
-            from numba import njit, types
-            from numba.core.errors import NumbaError
-
-            sig = (types.int64, types.float64[:, ::1], types.int64[::1], types.float64[::1], types.float64)
-            disp = njit(self.fn) if not hasattr(self.fn, "py_func") else self.fn
-            try:
-                disp.compile(sig)
-            except NumbaError as exc:
-                first = str(exc).strip().splitlines()
-                raise ModelError(f"mapping policy {self.name!r} does not compile with numba (nopython mode): "
-                                 f"{first[0] if first else exc}") from None
-            rtype = disp.nopython_signatures[-1].return_type
-            if not isinstance(rtype, types.Integer):
-                raise ModelError(f"mapping policy {self.name!r} must return a machine index (an integer), "
-                                 f"but returns {rtype}")
-            self._compiled = disp
-        return self._compiled
+        return (types.int64, types.float64[:, ::1], types.int64[::1], types.float64[::1], types.float64)
 
 
 def _reads_argument(fn, name: str) -> bool:
@@ -185,10 +131,6 @@ def _reads_argument(fn, name: str) -> bool:
         return True
     return any(ins.argval == name for ins in dis.get_instructions(code)
                if ins.opname.startswith(("LOAD_", "DELETE_", "STORE_")))
-
-
-def _rebuild(blob: bytes, name: str, token: str) -> MappingPolicy:
-    return MappingPolicy(pickle.loads(blob), name, _token=token)
 
 
 def mapping_policy(fn=None, *, name: str | None = None):
