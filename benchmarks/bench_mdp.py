@@ -23,6 +23,9 @@ Rows, each the median of repeats in one process after the kernels are loaded:
 
 Ratio = reference / hetsched (> 1: hetsched faster).
 
+``python benchmarks/bench_mdp.py --phases`` prints the CPU seconds per phase of the
+command (import, numba's first call, build, solve, JSON), medians of 3 fresh processes.
+
 Run: ``python benchmarks/bench_mdp.py [--quick]`` (quick: no scipy.sparse reference, MPI or PI
 at Delta = 200, which take minutes).
 """
@@ -243,7 +246,46 @@ def main(quick: bool = False) -> list[dict]:
     return rows
 
 
+_PHASES = r"""
+import json, time
+pt = time.process_time
+c0 = pt()
+import hetsched.cli  # what the command imports before it parses its options
+c1 = pt()
+import numpy as np
+from hetsched.mdp import ctmdp
+from hetsched.mdp.coalloc import CoallocParams, _warm_builder, build_coalloc, solve_coalloc
+from hetsched.mdp.stability import coalloc_stability
+prm = CoallocParams.from_loads(rho=0.8, mu3=0.7, p=0.6, delta=200)
+c2 = pt(); st = coalloc_stability(prm); c3 = pt()
+_warm_builder(); ctmdp._warm_kernels("vi", np.int32); c4 = pt()
+m = build_coalloc(prm); c5 = pt()
+sol = solve_coalloc(m); c6 = pt()
+d = sol.as_dict(); d.update(stable=st["stable"], stability=st)
+text = json.dumps(d, separators=(",", ":"), allow_nan=False); c7 = pt()
+from hetsched.experiments import _jsonable
+old = json.dumps(_jsonable(d), indent=2); c8 = pt()
+print(json.dumps({"import hetsched.cli": c1 - c0, "stability": c3 - c2, "numba first call + kernels": c4 - c3,
+                  "build": c5 - c4, "solve + tables": c6 - c5, "JSON, one line": c7 - c6,
+                  "JSON, indented (before)": c8 - c7 + (c7 - c6), "MB one line": len(text) / 1e6,
+                  "MB indented": len(old) / 1e6}))
+"""
+
+
+def phases(n: int = 3) -> dict:
+    """CPU seconds per phase of ``hetsched mdp coalloc --delta 200 --json``, medians of ``n`` fresh processes."""
+    runs = []
+    for _ in range(n):
+        out = subprocess.run([sys.executable, "-c", _PHASES], capture_output=True, text=True, env=_env(), check=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
 if __name__ == "__main__":
+    if "--phases" in sys.argv:  # python benchmarks/bench_mdp.py --phases
+        for k, v in phases().items():
+            print(f"{k:32s} {v:8.3f}")
+        sys.exit(0)
     for r in main(quick="--quick" in sys.argv):
         ref = "" if r["reference"] is None else f"{r['reference']:.4g}"
         ratio = "" if r["ratio"] is None else f"{r['ratio']:.3g}x"
