@@ -46,5 +46,10 @@ schema: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
+# The short version (a few minutes on 2 cores); `--markdown` gives docs/performance.md's table.
+.PHONY: bench-quick
+bench-quick: $(STAMP)
+	$(BIN)/python benchmarks/run.py --quick $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) results .pytest_cache

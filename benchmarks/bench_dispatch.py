@@ -28,6 +28,10 @@ def main(quick: bool = False) -> list[dict]:
         out = run_bench(W, T, prefetch=prefetch, repeats=repeats)
         mode = f"prefetch {prefetch:g} s" if prefetch else "pure pull"
         rows.append({"benchmark": f"dispatch empty-task throughput ({W} workers, {mode})", "metric": "tasks/s",
+                     "size": f"{W} workers, {T} empty tasks, {repeats} repeats",
+                     "command": f"hetsched dispatch bench --workers {W} --tasks {T} --prefetch {prefetch:g} --json",
+                     "target": "ratio >= 2, >= 1000/s, lost 0",
+                     "target_met": out["ratio"] >= 2 and out["tasks_per_second"] >= 1000 and out["lost"] == 0,
                      "hetsched": out["tasks_per_second"], "reference": out["reference_tasks_per_second"],
                      "ratio": out["ratio"],
                      "note": f"ref: client.submit loop, same cluster; T={T}, journal on, lost {out['lost']}, "

@@ -9,21 +9,33 @@
   Filippopoulos and Karatza (``shared/papers/seed-000``) built on it.
 """
 
-from .coalloc import CoallocParams, CoallocSolution, build_coalloc, solve_coalloc
-from .ctmdp import (
-    CTMDP,
-    MDPResult,
-    average_policy_iteration,
-    build_ctmdp,
-    evaluate_policy,
-    from_mdptoolbox,
-    modified_policy_iteration,
-    policy_iteration,
-    relative_value_iteration,
-    stationary_distribution,
-    to_mdptoolbox,
-    value_iteration,
-)
+# The names below are loaded on first access (PEP 562), not at import: ``hetsched``'s command
+# line imports this package to register ``mdp``, and numba + scipy cost ~0.4 s of every command.
+_LAZY = {
+    "CoallocParams": "coalloc",
+    "CoallocSolution": "coalloc",
+    "build_coalloc": "coalloc",
+    "solve_coalloc": "coalloc",
+    **{name: "ctmdp" for name in (
+        "CTMDP", "MDPResult", "average_policy_iteration", "build_ctmdp", "evaluate_policy", "from_mdptoolbox",
+        "modified_policy_iteration", "policy_iteration", "relative_value_iteration", "stationary_distribution",
+        "to_mdptoolbox", "value_iteration")},
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "CTMDP",

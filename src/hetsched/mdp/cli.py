@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .._cliutil import emit_json, guard
+from .._cliutil import guard
 
 mdp_app = typer.Typer(help="Continuous-time Markov decision processes (seed 000: co-allocation).",
                       no_args_is_help=True)
@@ -210,7 +210,7 @@ def coalloc_cmd(
         d.update(stable=stab["stable"], stability=stab)
         if export is not None:
             d["export"] = str(export)
-        emit_json(d)
+        _emit_compact(d)
     else:
         typer.echo(f"stability: {stab['message']}")
         typer.echo(format_tables(sol))
@@ -218,6 +218,25 @@ def coalloc_cmd(
             typer.echo(f"wrote {export} (pymdptoolbox arrays; hetsched.mdp.export.load_mdptoolbox)")
     if not sol.result.success:
         typer.echo(f"warning: {sol.result.message}", err=True)
+
+
+def _emit_compact(d: dict) -> None:
+    """Print ``d`` as one line of JSON (the tables hold 240,000 cells at Delta = 200).
+
+    The tables are plain lists already, so the standard encoder writes them directly
+    (indented output walked every cell in Python and took longer than the solve); a
+    non-finite number or a numpy scalar falls back to the conversion of :func:`emit_json`
+    (NaN and inf as null).
+    """
+    import json
+
+    try:
+        text = json.dumps(d, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        from ..experiments import _jsonable
+
+        text = json.dumps(_jsonable(d), separators=(",", ":"))
+    typer.echo(text)
 
 
 def register(app: typer.Typer) -> None:
