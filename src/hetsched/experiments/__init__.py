@@ -59,6 +59,7 @@ __all__ = [
     "prepare_outdir",
     "Tracker",
     "UNITS",
+    "batch",
 ]
 
 #: Unit of each column name used by the shipped experiments (an experiment may
@@ -103,6 +104,16 @@ class RunOptions:
     def __post_init__(self) -> None:
         if self.tracker is None:
             object.__setattr__(self, "tracker", Tracker(enabled=False))
+
+
+def batch(opts: RunOptions, label: str = ""):
+    """A :class:`hetsched.runner.Batch` on the experiment's workers/backend/scheduler, feeding its tracker:
+    plan every cell (``batch.add(model.plan(...))``), then ``batch.run()`` submits every cell x
+    replication at once."""
+    from ..runner import Batch
+
+    return Batch(workers=opts.workers, backend=opts.backend, scheduler=opts.scheduler, progress=False,
+                 tracker=opts.tracker, label=label)
 
 
 class Tracker:
