@@ -409,7 +409,9 @@ def _many_dask(jobs, children, scheduler, client, record, bar) -> None:
     try:
         where = {}
         for j, job in enumerate(jobs):
-            pfut = client.scatter(job.params, broadcast=True, hash=False)  # once per job
+            # once per job; wrapped in a list: a dict given to scatter is scattered value by value under
+            # its own keys as data names ("mu", "alpha", ...), which two jobs' params would share
+            [pfut] = client.scatter([job.params], broadcast=True, hash=False)
             fj = client.map(_run_one, [job.fn] * len(children[j]), children[j], params=pfut, pure=False)
             for i, f in enumerate(fj):
                 where[f.key] = (j, i)
