@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 EXP = "thesis-table-2.1"
 
