@@ -128,6 +128,7 @@ def reproduce_cmd(
         return
     exp = experiments.get(exp_id)
     extra = experiments.parse_sets(exp, set_)
+    experiments.check_backend(exp, backend, scheduler)  # before anything is written or removed
     out = experiments.prepare_outdir(outdir / exp.id, force=force)
     from . import provenance
 
@@ -139,7 +140,7 @@ def reproduce_cmd(
         outdir=out, progress=not json_out, extra=extra, tracker=tracker,
     )
     try:
-        result = exp.run(opts)
+        result = experiments.run_experiment(exp, opts)
     except KeyboardInterrupt:
         tracker.close()
         result = experiments.ExperimentResult(

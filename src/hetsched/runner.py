@@ -1,9 +1,18 @@
 """Independent replications, run in parallel: a local process pool or Dask.
 
-:func:`replicate` is the one entry point every simulated model uses. A result
-depends only on ``seed`` (replication ``r`` always receives child ``r`` of
-``SeedSequence(seed).spawn(reps)``), never on the number of workers or the
-backend.
+:func:`replicate` is the one entry point every simulated model uses for one
+run (one table cell). :func:`replicate_many` runs the replications of many
+runs (a :class:`Job` each: function, params, seed, reps) as one batch on one
+pool or cluster, so the workers stay busy across cells; :class:`Batch` is the
+experiments' way to use it: each cell is *planned* by its model (validated,
+prepared: a :class:`Planned` holding the job and the step that turns the
+job's replications into the model's result), then every cell x replication of
+the experiment is submitted at once.
+
+A result depends only on its job's ``seed`` (replication ``r`` always
+receives child ``r`` of ``SeedSequence(seed).spawn(reps)``), never on the
+number of workers, the backend, or which other jobs share the batch: a cell
+run in a batch is bit-identical to the same cell run alone.
 
 Design notes (why it looks like this):
 
@@ -18,6 +27,10 @@ Design notes (why it looks like this):
   four per worker); ``params`` is pickled once per chunk, not once per
   replication, so large arrays do not travel repeatedly. With Dask, ``params``
   is scattered to the cluster once and every task refers to it.
+* **One batch per experiment.** :func:`replicate_many` submits the chunks of
+  every job before waiting for any, so a pool or cluster never idles at the
+  end of one cell while others wait; each job keeps its own seed, chunks
+  and (on Dask) its own scattered ``params``.
 * **Progress bar** (rich, on stderr) appears only when the call has lasted more
   than a second and ``progress`` is true.
 """
@@ -27,18 +40,22 @@ from __future__ import annotations
 import atexit
 import multiprocessing as mp
 import os
+import socket
 import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from .errors import HetschedError, ModelError
 from .sim.core.seeds import seed_sequence
 
-__all__ = ["replicate", "default_workers", "shutdown_pools"]
+__all__ = ["replicate", "replicate_many", "Job", "Planned", "Batch", "default_workers", "shutdown_pools",
+           "dask_client", "check_scheduler"]
 
 _BACKENDS = ("local", "dask")
 _POOLS: dict[int, ProcessPoolExecutor] = {}
@@ -81,12 +98,19 @@ def _get_pool(workers: int) -> ProcessPoolExecutor:
 
 
 def _run_chunk(fn: Callable, params: dict, items: list[tuple[int, np.random.SeedSequence]]):
-    """Worker side: run the replications of one chunk (params unpickled once)."""
-    return [(i, fn(ss, params)) for i, ss in items]
+    """Worker side: run the replications of one chunk (params unpickled once); each with its seconds."""
+    out = []
+    for i, ss in items:
+        t0 = time.perf_counter()
+        r = fn(ss, params)
+        out.append((i, r, time.perf_counter() - t0))
+    return out
 
 
-def _run_one(fn: Callable, ss: np.random.SeedSequence, params: dict) -> dict:
-    return fn(ss, params)
+def _run_one(fn: Callable, ss: np.random.SeedSequence, params: dict):
+    t0 = time.perf_counter()
+    r = fn(ss, params)
+    return r, time.perf_counter() - t0
 
 
 class _Progress:
@@ -122,19 +146,99 @@ class _Progress:
             self._bar = None
 
 
-def _check(reps: int, seed: int, workers: int | None, backend: str, scheduler: str | None) -> int:
-    if not isinstance(reps, (int, np.integer)) or reps < 1:
-        raise ModelError(f"reps must be a positive integer, got {reps!r}")
-    seed_sequence(seed)  # the one seed normaliser: raises ModelError naming a bad seed
+@dataclass(frozen=True)
+class Job:
+    """The replications of one run: ``fn(SeedSequence(seed).spawn(reps)[r], params)`` for ``r < reps``.
+
+    ``fn`` is a picklable top-level function drawing all its randomness from
+    the seed sequence it receives; ``params`` is shipped once per chunk (local
+    pool) or scattered once (Dask).
+    """
+
+    fn: Callable[[np.random.SeedSequence, Any], dict]
+    params: Any
+    reps: int
+    seed: Any
+    label: str = ""
+
+
+@dataclass
+class Planned:
+    """One model run split at its replications (what a model's ``plan`` function returns).
+
+    ``job`` holds the replications to run and ``finish(runs, seconds)`` turns
+    them (in replication order; ``seconds`` = the compute time they took)
+    into the model's result; or ``job`` is ``None`` and ``result`` is already
+    known (e.g. a system found unstable before any simulation). ``warm``
+    (keyed by ``warm_key``) compiles or loads the kernel in this process, so
+    that forked workers inherit it.
+    """
+
+    job: Job | None
+    finish: Callable[[list, float], Any] | None = None
+    result: Any = None
+    warm: Callable[[], None] | None = None
+    warm_key: Any = None
+
+
+def _check_backend(workers: int | None, backend: str, scheduler: str | None) -> int:
     if backend not in _BACKENDS:
         raise ModelError(f"backend must be one of {', '.join(_BACKENDS)}, got {backend!r}")
     if backend == "dask" and not scheduler:
         raise ModelError("backend 'dask' needs a scheduler address (--scheduler tcp://HOST:PORT)")
     if workers is None:
         workers = default_workers()
-    if not isinstance(workers, (int, np.integer)) or workers < 1:
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
         raise ModelError(f"workers must be a positive integer, got {workers!r}")
-    return int(min(workers, reps))
+    return int(workers)
+
+
+def _check_job(reps: int, seed: Any) -> None:
+    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
+        raise ModelError(f"reps must be a positive integer, got {reps!r}")
+    seed_sequence(seed)  # the one seed normaliser: raises ModelError naming a bad seed
+
+
+def _check(reps: int, seed: int, workers: int | None, backend: str, scheduler: str | None) -> int:
+    _check_job(reps, seed)
+    return int(min(_check_backend(workers, backend, scheduler), reps))
+
+
+def check_scheduler(address: str, timeout: float = 3.0) -> None:
+    """Refuse at once (one line) a Dask scheduler address that does not accept connections.
+
+    Only ``tcp://HOST:PORT`` (or ``HOST:PORT``) addresses are probed with a
+    plain socket; other protocols are left to the Dask client.
+    """
+    text = str(address)
+    parts = urlsplit(text if "://" in text else f"tcp://{text}")
+    if parts.scheme not in ("tcp", ""):
+        return
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        raise HetschedError(f"--scheduler: not an address of the form tcp://HOST:PORT: {text!r}") from None
+    if not host or port is None:
+        raise HetschedError(f"--scheduler: not an address of the form tcp://HOST:PORT: {text!r}")
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise HetschedError(f"--scheduler: cannot reach the Dask scheduler at {text!r}: "
+                            f"{exc.strerror or exc}") from None
+
+
+def dask_client(scheduler: str):
+    """A Dask client of the cluster at ``scheduler`` (refused in one line when unreachable)."""
+    try:
+        from distributed import Client
+    except ImportError as exc:  # pragma: no cover - optional extra
+        raise HetschedError("backend 'dask' needs the 'distributed' package: pip install 'hetsched[dask]'") from exc
+    check_scheduler(scheduler)
+    try:
+        return Client(scheduler, timeout="10s", set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise HetschedError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}") from exc
 
 
 def replicate(
@@ -180,70 +284,234 @@ def replicate(
     list of dict
         One result per replication, in replication order.
     """
-    n_workers = _check(reps, seed, workers, backend, scheduler)
-    children = seed_sequence(seed).spawn(int(reps))
-    bar = _Progress(int(reps), label, progress)
+    _check(reps, seed, workers, backend, scheduler)
+    return replicate_many([Job(fn, params, int(reps), seed, label)], workers=workers, backend=backend,
+                          scheduler=scheduler, progress=progress, label=label)[0]
+
+
+def replicate_many(
+    jobs: Sequence[Job],
+    *,
+    workers: int | None = None,
+    backend: str = "local",
+    scheduler: str | None = None,
+    progress: bool = True,
+    label: str = "",
+    on_done: Callable[[int, list, float], None] | None = None,
+    client: Any = None,
+) -> list[list[dict]]:
+    """Run the replications of every job as one batch; per-job results in job order.
+
+    Every chunk of every job is submitted before any result is awaited, so
+    the pool (or the Dask cluster) works through all cells x replications
+    without idling between cells. Job ``j``'s results are exactly those of
+    ``replicate(job.fn, job.params, job.reps, job.seed)`` (same seeds, same
+    order), whatever the other jobs, ``workers`` or ``backend``.
+
+    Parameters
+    ----------
+    jobs : sequence of Job
+    workers, backend, scheduler, progress, label
+        As :func:`replicate` (``progress`` counts replications over all jobs).
+    on_done : callable, optional
+        ``on_done(j, runs, seconds)`` as soon as job ``j`` has all its
+        replications (``seconds``: their summed compute time); an exception
+        it raises stops the batch.
+    client : distributed.Client, optional
+        Use this client instead of connecting to ``scheduler``.
+
+    Returns
+    -------
+    list of list of dict
+        ``out[j][r]``: replication ``r`` of job ``j``.
+    """
+    jobs = list(jobs)
+    for job in jobs:
+        _check_job(job.reps, job.seed)
+    n_workers = _check_backend(workers, backend, scheduler if client is None else "client")
+    total = sum(int(job.reps) for job in jobs)
+    n_workers = min(n_workers, max(total, 1))
+    children = [seed_sequence(job.seed).spawn(int(job.reps)) for job in jobs]
+    bar = _Progress(total, label, progress)
+    results: list[list[Any]] = [[None] * int(job.reps) for job in jobs]
+    seconds = [0.0] * len(jobs)
+    left = [int(job.reps) for job in jobs]
+
+    def record(j: int, i: int, r: Any, dt: float) -> None:
+        results[j][i] = r
+        seconds[j] += dt
+        left[j] -= 1
+        bar.update(1)
+        if left[j] == 0 and on_done is not None:
+            on_done(j, results[j], seconds[j])
+
     try:
         if backend == "dask":
-            return _replicate_dask(fn, params, children, scheduler, bar)
-        if n_workers == 1:
-            out = []
-            for ss in children:
-                out.append(fn(ss, params))
-                bar.update(1)
-            return out
-        return _replicate_pool(fn, params, children, n_workers, bar)
+            _many_dask(jobs, children, scheduler, client, record, bar)
+        elif n_workers == 1:
+            for j, job in enumerate(jobs):
+                for i, ss in enumerate(children[j]):
+                    t0 = time.perf_counter()
+                    r = job.fn(ss, job.params)
+                    record(j, i, r, time.perf_counter() - t0)
+        else:
+            _many_pool(jobs, children, n_workers, record, bar)
     finally:
         bar.close()
+    return results
 
 
-def _replicate_pool(fn, params, children, n_workers, bar) -> list[dict]:
-    reps = len(children)
-    n_chunks = min(reps, 4 * n_workers)
-    items = list(enumerate(children))
-    chunks = [items[c::n_chunks] for c in range(n_chunks)]  # interleaved: balanced, order restored below
+def _submit_all(pool, jobs, children, n_workers):
+    futures = {}
+    try:
+        for j, job in enumerate(jobs):
+            items = list(enumerate(children[j]))
+            n_chunks = min(len(items), 4 * n_workers)
+            for c in range(n_chunks):  # interleaved: balanced, order restored by index
+                futures[pool.submit(_run_chunk, job.fn, job.params, items[c::n_chunks])] = j
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        raise
+    return futures
+
+
+def _many_pool(jobs, children, n_workers, record, bar) -> None:
     pool = _get_pool(n_workers)
     try:
-        futures = {pool.submit(_run_chunk, fn, params, ch) for ch in chunks}
+        futures = _submit_all(pool, jobs, children, n_workers)
     except Exception:  # a broken pool (e.g. a worker was killed): start a fresh one once
         _POOLS.pop(n_workers, None)
         pool = _get_pool(n_workers)
-        futures = {pool.submit(_run_chunk, fn, params, ch) for ch in chunks}
-    results: list[Any] = [None] * reps
-    pending = futures
+        futures = _submit_all(pool, jobs, children, n_workers)
+    pending = set(futures)
     try:
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for f in done:
-                for i, r in f.result():
-                    results[i] = r
-                    bar.update(1)
+                j = futures[f]
+                for i, r, dt in f.result():
+                    record(j, i, r, dt)
             bar.update(0)
     except BaseException:
         for f in pending:
             f.cancel()
         raise
-    return results
 
 
-def _replicate_dask(fn, params, children, scheduler, bar) -> list[dict]:
+def _many_dask(jobs, children, scheduler, client, record, bar) -> None:
+    from distributed import as_completed
+
+    own = client is None
+    if own:
+        client = dask_client(scheduler)
+    futs: list = []
     try:
-        from distributed import Client
-    except ImportError as exc:  # pragma: no cover - optional extra
-        raise HetschedError("backend 'dask' needs the 'distributed' package: pip install 'hetsched[dask]'") from exc
-    try:
-        client = Client(scheduler, timeout="10s", set_as_default=False)
-    except OSError as exc:
-        raise HetschedError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}") from exc
-    try:
-        pfut = client.scatter(params, broadcast=True, hash=False)
-        futs = client.map(_run_one, [fn] * len(children), children, params=pfut, pure=False)
-        while True:
-            n_done = sum(f.done() for f in futs)
-            bar.update(n_done - bar.done)
-            if n_done == len(futs) or any(f.status == "error" for f in futs):
-                break
-            time.sleep(0.05)
-        return list(client.gather(futs))  # raises the first replication error, if any
+        where = {}
+        for j, job in enumerate(jobs):
+            # once per job; wrapped in a list: a dict given to scatter is scattered value by value under
+            # its own keys as data names ("mu", "alpha", ...), which two jobs' params would share
+            [pfut] = client.scatter([job.params], broadcast=True, hash=False)
+            fj = client.map(_run_one, [job.fn] * len(children[j]), children[j], params=pfut, pure=False)
+            for i, f in enumerate(fj):
+                where[f.key] = (j, i)
+            futs += fj
+        for f, (r, dt) in as_completed(futs, loop=client.loop, with_results=True):  # raises the first error
+            j, i = where[f.key]
+            record(j, i, r, dt)
+    except BaseException:
+        for f in futs:
+            f.cancel()
+        raise
     finally:
-        client.close()
+        if own:
+            client.close()
+
+
+class Batch:
+    """The cells of one experiment, planned first and then run as one batch.
+
+    ``cell = batch.add(model.plan(...))`` for every cell, ``batch.run()``
+    once, then ``cell.result`` is what the model's ``simulate`` would have
+    returned for that cell alone (bit-identical numbers; ``wall_seconds`` is
+    the compute time of the cell's replications, summed over workers).
+    With a ``tracker`` (:class:`hetsched.experiments.Tracker`) the batch
+    announces its cells and reports each as it finishes (``row(result)``
+    gives the rows kept for an interrupted run).
+    """
+
+    def __init__(self, *, workers: int | None = None, backend: str = "local", scheduler: str | None = None,
+                 progress: bool = False, tracker: Any = None, label: str = "") -> None:
+        self.workers, self.backend, self.scheduler = workers, backend, scheduler
+        self.progress, self.tracker, self.label = progress, tracker, label
+        self.cells: list[_Cell] = []
+
+    def add(self, planned: Planned, row: Callable[[Any], Any] | None = None, label: str = "") -> "_Cell":
+        cell = _Cell(planned, row, label)
+        self.cells.append(cell)
+        return cell
+
+    def _tick(self, cell: "_Cell") -> None:
+        if self.tracker is None:
+            return
+        if cell.row is not None:
+            rows = cell.row(cell.result)
+        else:
+            res = cell.result
+            ci = getattr(res, "ci", (None, None)) or (None, None)
+            rows = {"cell": cell.label or getattr(res, "scenario", ""), "policy": getattr(res, "policy", None),
+                    "metric": getattr(res, "metric", None), "mean": getattr(res, "mean", None),
+                    "ci_low": ci[0], "ci_high": ci[1], "unstable": getattr(res, "unstable", None)}
+        self.tracker.done(rows, cell.label)
+
+    def run(self) -> "Batch":
+        """Run every cell's replications at once (one pool or cluster); fill each ``cell.result``."""
+        todo = [c for c in self.cells if not c.ran]
+        n_workers = _check_backend(self.workers, self.backend, self.scheduler)
+        jobs = [c.planned.job for c in todo if c.planned.job is not None]
+        total = sum(int(j.reps) for j in jobs)
+        if self.backend == "local" and min(n_workers, total) > 1:
+            # load each kernel here, then start the pool's processes before any progress thread,
+            # so that forked workers inherit the loaded kernels
+            warmed = set()
+            for c in todo:
+                w = c.planned
+                if w.warm is not None and w.warm_key not in warmed:
+                    w.warm()
+                    warmed.add(w.warm_key)
+            pool = _get_pool(min(n_workers, total))
+            pool.submit(int).result()
+        if self.tracker is not None:
+            self.tracker.total((self.tracker.n_total or 0) + len(todo))
+        for c in todo:
+            if c.planned.job is None:
+                c.set(c.planned.result)
+                self._tick(c)
+        with_job = [c for c in todo if c.planned.job is not None]
+
+        def done(j: int, runs: list, seconds: float) -> None:
+            c = with_job[j]
+            c.set(c.planned.finish(runs, seconds))
+            self._tick(c)
+
+        replicate_many([c.planned.job for c in with_job], workers=self.workers, backend=self.backend,
+                       scheduler=self.scheduler, progress=self.progress, label=self.label, on_done=done)
+        return self
+
+
+class _Cell:
+    """One cell of a :class:`Batch`: ``.result`` once the batch has run."""
+
+    def __init__(self, planned: Planned, row, label: str) -> None:
+        self.planned, self.row, self.label = planned, row, label
+        self.ran = False
+        self._result = None
+
+    def set(self, result: Any) -> None:
+        self._result, self.ran = result, True
+
+    @property
+    def result(self) -> Any:
+        if not self.ran:
+            raise RuntimeError("cell result read before Batch.run()")  # a programming error
+        return self._result

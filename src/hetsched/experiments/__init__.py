@@ -59,6 +59,9 @@ __all__ = [
     "prepare_outdir",
     "Tracker",
     "UNITS",
+    "batch",
+    "run_experiment",
+    "check_backend",
 ]
 
 #: Unit of each column name used by the shipped experiments (an experiment may
@@ -103,6 +106,65 @@ class RunOptions:
     def __post_init__(self) -> None:
         if self.tracker is None:
             object.__setattr__(self, "tracker", Tracker(enabled=False))
+
+
+def check_backend(exp: Experiment, backend: str, scheduler: str | None) -> None:
+    """Refuse, in one line, backend options that ``exp`` would ignore or cannot use (see :func:`run_experiment`)."""
+    from ..runner import check_scheduler
+
+    if backend != "dask":
+        if scheduler:
+            raise HetschedError(f"--scheduler {scheduler!r} applies only with --backend dask")
+        return
+    if exp.dask == "none":
+        raise HetschedError(f"--backend dask does not apply to {exp.id}: it computes its results exactly, "
+                            f"with no replications to distribute (drop --backend/--scheduler)")
+    if scheduler:
+        check_scheduler(scheduler)
+
+
+def run_experiment(exp: Experiment, opts: RunOptions) -> ExperimentResult:
+    """``exp.run(opts)`` with the backend options checked and honoured (``hetsched reproduce``).
+
+    * ``--scheduler`` without ``--backend dask``: refused (it would be ignored).
+    * ``--backend dask`` on an experiment with nothing to distribute (``dask="none"``): refused.
+    * ``--backend dask --scheduler ADDR``: the address must accept connections now (checked
+      before any work, so an unreachable scheduler fails at once, in one line).
+    * ``--backend dask`` without ``--scheduler``: a Dask ``LocalCluster`` of ``--workers``
+      single-threaded worker processes (default: the cores available) is started for the run
+      and closed after it; an experiment that drives the cluster itself (``dask="own"``)
+      decides on its own.
+    """
+    from dataclasses import replace
+
+    from ..runner import default_workers
+
+    check_backend(exp, opts.backend, opts.scheduler)
+    if opts.backend != "dask" or opts.scheduler:
+        return exp.run(opts)
+    if exp.dask == "own":
+        return exp.run(opts)
+    try:
+        from distributed import LocalCluster
+    except ImportError:  # pragma: no cover - optional extra
+        raise HetschedError("--backend dask needs the 'distributed' package: pip install 'hetsched[dask]'") from None
+    from ..dispatch.emulate import _quiet
+
+    _quiet()
+    n = opts.workers or default_workers()
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                      host="127.0.0.1") as cluster:
+        return exp.run(replace(opts, scheduler=cluster.scheduler_address))
+
+
+def batch(opts: RunOptions, label: str = ""):
+    """A :class:`hetsched.runner.Batch` on the experiment's workers/backend/scheduler, feeding its tracker:
+    plan every cell (``batch.add(model.plan(...))``), then ``batch.run()`` submits every cell x
+    replication at once."""
+    from ..runner import Batch
+
+    return Batch(workers=opts.workers, backend=opts.backend, scheduler=opts.scheduler, progress=False,
+                 tracker=opts.tracker, label=label)
 
 
 class Tracker:
@@ -224,6 +286,12 @@ REPS = Param("reps", "int", "independent replications", 1, 10_000)
 HORIZON = Param("horizon", "float", "simulated time units per replication", 0.0, 1e12, lo_open=True)
 
 
+#: how an experiment uses ``--backend dask``: its replications go through :mod:`hetsched.runner`
+#: (``"runner"``), it drives the cluster itself (``"own"``, e.g. real dispatch), or it has nothing
+#: to distribute (``"none"``: refused)
+DASK_USES = ("runner", "own", "none")
+
+
 @dataclass(frozen=True)
 class Experiment:
     id: str
@@ -231,8 +299,11 @@ class Experiment:
     source: str
     run: Callable[[RunOptions], ExperimentResult]
     params: tuple[Param, ...] = ()
+    dask: str = "runner"
 
     def __post_init__(self) -> None:
+        if self.dask not in DASK_USES:  # a programming error in an experiment module
+            raise RuntimeError(f"experiment {self.id!r}: dask must be one of {DASK_USES}, got {self.dask!r}")
         for p in self.params:
             if p.kind not in _KINDS:  # a programming error in an experiment module
                 raise RuntimeError(f"experiment {self.id!r}: parameter {p.name!r} has unknown kind {p.kind!r}")

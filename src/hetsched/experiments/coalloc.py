@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from . import REPS, Experiment, ExperimentResult, Param, RunOptions, register
+from . import REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register
 
 POLICY_NAMES = {"local": "Local", "heuristic": "Heuristic", "table": "Optimal"}
 PAPER_LABELS = {"Local": "Local", "Heuristic": "pc1q1>c2q2-Best pack", "Optimal": "Optimal"}
@@ -98,9 +98,10 @@ def _point(fig: dict[str, Any], xval: float) -> dict[str, float]:
     return prm
 
 
-def _simulate_point(prm: dict[str, float], st: dict[str, Any], opts: RunOptions, seed: int) -> dict[str, Any]:
+def _plan_point(prm: dict[str, float], st: dict[str, Any], opts: RunOptions, seed: int) -> dict[str, Any]:
+    """Solve the MDP of one point and plan its three policies' simulations (run later, in one batch)."""
     from ..mdp.coalloc import CoallocParams, decision_table, solve_coalloc
-    from ..sim.coalloc import SimParams, simulate_coalloc
+    from ..sim.coalloc import SimParams, plan_coalloc
 
     loads = {k: prm[k] for k in ("mu1", "mu2", "p")}
     rest = {k: prm[k] for k in ("mu3", "c1", "c2")}
@@ -108,15 +109,29 @@ def _simulate_point(prm: dict[str, float], st: dict[str, Any], opts: RunOptions,
     sol = solve_coalloc(cp)
     table = decision_table(sol.model, sol.policy)
     sp = SimParams.of(cp)
-    out = {"params": cp, "solution": sol, "sims": {}}
+    out = {"params": cp, "solution": sol, "plans": {}}
     for code, name in POLICY_NAMES.items():
-        out["sims"][name] = simulate_coalloc(
-            sp, code, reps=st["reps"], completions=st["completions"], seed=seed, workers=opts.workers,
+        out["plans"][name] = plan_coalloc(
+            sp, code, reps=st["reps"], completions=st["completions"], seed=seed,
             table=table if code == "table" else None, clamp=st["clamp"] if code == "table" else None,
-            max_starts=st["max_starts"], limit=st["delta"] if st["truncated"] else None, backend=opts.backend,
-            scheduler=opts.scheduler, progress=opts.progress,
+            max_starts=st["max_starts"], limit=st["delta"] if st["truncated"] else None,
         )
     return out
+
+
+def _point_row(fig: dict[str, Any], xval: float, name: str, r, st: dict[str, Any], sol) -> dict[str, Any]:
+    return {
+        fig["x"]: xval, "policy": name,
+        "cost": None if r.unstable else r.mean, "ci_low": None if r.unstable else r.ci[0],
+        "ci_high": None if r.unstable else r.ci[1],
+        "half_width": None if r.unstable else (r.ci[1] - r.ci[0]) / 2,
+        "stable": r.success, "unstable": r.unstable, "cost_untrusted": r.mean if r.unstable else None,
+        "reason": r.message, "local_capacity_rho1": r.extra.get("local_capacity_rho1"),
+        "local_stable_exact": r.extra.get("local_stable_exact"), "reps": r.reps,
+        "completions": st["completions"], "coallocations_per_rep": r.coallocations_per_rep,
+        "L1": r.L1, "L2": r.L2, "lost_fraction": r.lost_fraction,
+        "mdp_certified": bool(sol.result.success),
+    }
 
 
 def _run_fig(exp_id: str, opts: RunOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
@@ -124,32 +139,20 @@ def _run_fig(exp_id: str, opts: RunOptions) -> tuple[list[dict[str, Any]], list[
     st = _settings(opts)
     _check_budget(st, len(fig["values"]))
     points, rows = [], []
-    tracker = getattr(opts, "tracker", None)
-    if tracker is not None:
-        tracker.total(len(fig["values"]))
-    for xval in fig["values"]:
-        prm = _point(fig, xval)
+    b = batch(opts, exp_id)
+    for xval in fig["values"]:  # the MDPs here, then every point x policy x replication in one batch
         # common random numbers: every policy and every point use the same root seed
-        res = _simulate_point(prm, st, opts, opts.seed)
-        points.append(res)
+        res = _plan_point(_point(fig, xval), st, opts, opts.seed)
         sol = res["solution"]
-        point_rows = []
-        for name, r in res["sims"].items():
-            point_rows.append({
-                fig["x"]: xval, "policy": name,
-                "cost": None if r.unstable else r.mean, "ci_low": None if r.unstable else r.ci[0],
-                "ci_high": None if r.unstable else r.ci[1],
-                "half_width": None if r.unstable else (r.ci[1] - r.ci[0]) / 2,
-                "stable": r.success, "unstable": r.unstable, "cost_untrusted": r.mean if r.unstable else None,
-                "reason": r.message, "local_capacity_rho1": r.extra.get("local_capacity_rho1"),
-                "local_stable_exact": r.extra.get("local_stable_exact"), "reps": r.reps,
-                "completions": st["completions"], "coallocations_per_rep": r.coallocations_per_rep,
-                "L1": r.L1, "L2": r.L2, "lost_fraction": r.lost_fraction,
-                "mdp_certified": bool(sol.result.success),
-            })
-        rows += point_rows
-        if tracker is not None:
-            tracker.done(point_rows, label=f"{fig['x']}={xval:g}")
+        res["cells"] = {name: b.add(pl, lambda r, x=xval, n=name, sol=sol: _point_row(fig, x, n, r, st, sol),
+                                    label=f"{fig['x']}={xval:g} {name}")
+                        for name, pl in res["plans"].items()}
+        points.append(res)
+    b.run()
+    for xval, res in zip(fig["values"], points):
+        res["sims"] = {name: c.result for name, c in res.pop("cells").items()}
+        res.pop("plans")
+        rows += [_point_row(fig, xval, name, r, st, res["solution"]) for name, r in res["sims"].items()]
     return rows, points, st
 
 

@@ -119,4 +119,5 @@ register(Experiment(
     title="Gang scheduling with migration in a grid (SRN): ST, SRT, UoS, GoS vs lambda",
     source="Ro & Cao 2010, Figs 2-5 (seed 003)",
     run=run,
+    dask="none",  # exact SRN solutions: nothing to distribute, --backend dask is refused
 ))

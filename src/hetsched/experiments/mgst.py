@@ -354,4 +354,5 @@ register(Experiment("mgst", "MGST deployment: LPAS_DG on Dask workers vs simulat
                                   choices=("MFD/FD", "MPD/FD", "MFD/FE", "MPD/FE")),
                             Param("fail_rate", "float", "failures per time unit of the real runs "
                                   "(0.05 printed in §3.5.1; 0.02 matches Tables 3.15-3.18)", 0.0, 1.0, lo_open=True),
-                            Param("processes", "bool", "Dask workers as processes"))))
+                            Param("processes", "bool", "Dask workers as processes")),
+                    dask="own"))  # the real runs need a cluster of its own shape; it connects itself

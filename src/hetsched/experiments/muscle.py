@@ -94,6 +94,16 @@ def _run_point(task: dict) -> list[dict]:
 
 
 def _map(tasks: list[dict], opts: RunOptions) -> list[dict]:
+    """Run every x-value (each seeded on its own); on a Dask cluster with ``--backend dask``."""
+    if opts.backend == "dask":
+        from ..runner import dask_client
+
+        client = dask_client(opts.scheduler)
+        try:
+            parts = client.gather(client.map(_run_point, tasks, pure=False))
+        finally:
+            client.close()
+        return [r for p in parts for r in p]
     workers = opts.workers if opts.workers is not None else (os.cpu_count() or 1)
     if workers <= 1 or len(tasks) == 1:
         parts = [_run_point(t) for t in tasks]

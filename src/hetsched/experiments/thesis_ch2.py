@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, register, sizes
+from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register, sizes
 
 # k-bar per system for the KPB column of Table 2.1 (the thesis does not print
 # all of them). The smallest value found stable in 4 x 20,000 runs, or the
@@ -66,13 +66,11 @@ def _row(system_id: str, heuristic: str, res, k: int | None = None, **more: Any)
     return row
 
 
-def _sim(system, policy, opts: RunOptions, reps: int, horizon: float, seed_offset: int = 0, **kw):
-    from ..sim.mapping import simulate
+def _plan(system, policy, reps: int, horizon: float, opts: RunOptions, seed_offset: int = 0, **kw):
+    from ..sim.mapping import plan
 
     # every system/policy gets the same seed: common random numbers across policies
-    return simulate(system, policy, reps=reps, horizon=horizon, seed=opts.seed + seed_offset,
-                    workers=opts.workers, backend=opts.backend, scheduler=opts.scheduler,
-                    progress=opts.progress, **kw)
+    return plan(system, policy, reps=reps, horizon=horizon, seed=opts.seed + seed_offset, **kw)
 
 
 def _plot(rows: list[dict], path, title: str, group_key: str = "system") -> None:
@@ -124,12 +122,18 @@ def run_table_21(opts: RunOptions) -> ExperimentResult:
         f"Table 2.1: Comparison of the mapping heuristics - 95% CI of Qbar ({reps} replications x {horizon:g} time units)",
         f"{'System':8s} {'MCT':>24s} {'KPB':>30s} {'LPAS':>24s}",
     ]
-    for sid in systems:
+    b = batch(opts, "thesis-table-2.1")
+    cells = {}
+    for sid in systems:  # plan every cell, then run all cells x replications at once
         system = load(sid)
         k = KPB_KBAR[sid]
-        mct = _sim(system, "mct", opts, reps, horizon)
-        kpb = _sim(system, "kpb", opts, reps, horizon, k=k)
-        lpas = _sim(system, "lpas", opts, reps, horizon)
+        cells[sid] = (b.add(_plan(system, "mct", reps, horizon, opts), lambda r, s=sid: _row(s, "MCT", r)),
+                      b.add(_plan(system, "kpb", reps, horizon, opts, k=k), lambda r, s=sid, k=k: _row(s, "KPB", r, k=k)),
+                      b.add(_plan(system, "lpas", reps, horizon, opts), lambda r, s=sid: _row(s, "LPAS", r)))
+    b.run()
+    for sid in systems:
+        k = KPB_KBAR[sid]
+        mct, kpb, lpas = (c.result for c in cells[sid])
         rows += [_row(sid, "MCT", mct), _row(sid, "KPB", kpb, k=k), _row(sid, "LPAS", lpas)]
         lines.append(f"{sid:8s} {_cell(mct):>24s} {_cell(kpb) + f' (k={k})':>30s} {_cell(lpas):>24s}")
     opts.outdir.mkdir(parents=True, exist_ok=True)
@@ -163,8 +167,12 @@ def run_table_26(opts: RunOptions) -> ExperimentResult:
     ]
     formula = {"lp-static": 0.0, "mct": float(M), "lpas": lp.ns_lpas(), "lpas-2k": lp.ns_lpas2k()}
     names = {"lp-static": "LP-Static", "mct": "MCT", "lpas": "LPAS", "lpas-2k": "LPAS-2/k"}
+    b = batch(opts, "thesis-table-2.6")
+    cells = {pol: b.add(_plan(system, pol, reps, horizon, opts), lambda r, p=pol: _row("2.C2", names[p], r))
+             for pol in ("lp-static", "mct", "lpas", "lpas-2k")}
+    b.run()
     for pol in ("lp-static", "mct", "lpas", "lpas-2k"):
-        res = _sim(system, pol, opts, reps, horizon)
+        res = cells[pol].result
         ns = formula[pol]
         disc = lp.discount(ns)
         rows.append(_row("2.C2", names[pol], res, Ns_formula=ns, Discnt=disc))
@@ -191,8 +199,13 @@ def run_mct_instability(opts: RunOptions) -> ExperimentResult:
         f"{reps} replications x {horizon:g} time units",
         f"{'Heuristic':14s} {'95% CI of Qbar':>26s} {'(iii) binds / replication':>26s}",
     ]
-    for pol, name in (("mct", "MCT"), ("lpas", "LPAS"), ("guided-lpas", "Guided-LPAS"), ("guided-lpas-2k", "Guided-LPAS-2/k")):
-        res = _sim(system, pol, opts, reps, horizon, C=1.0)
+    pols = (("mct", "MCT"), ("lpas", "LPAS"), ("guided-lpas", "Guided-LPAS"), ("guided-lpas-2k", "Guided-LPAS-2/k"))
+    b = batch(opts, "thesis-2.1-mct")
+    cells = {pol: b.add(_plan(system, pol, reps, horizon, opts, C=1.0), lambda r, n=name: _row("2.1-mct", n, r))
+             for pol, name in pols}
+    b.run()
+    for pol, name in pols:
+        res = cells[pol].result
         binds = res.binds if pol.startswith("guided") else None
         rows.append(_row("2.1-mct", name, res, binds=binds))
         lines.append(f"{name:14s} {_cell(res):>26s} {'' if binds is None else f'{binds:.1f}':>26s}")

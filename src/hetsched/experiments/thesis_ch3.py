@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, register, sizes
+from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register, sizes
 
 THESIS_REPS = 30
 THESIS_HORIZON = 20_000.0
@@ -37,13 +37,30 @@ def _cfg(opts: RunOptions, reps: int = THESIS_REPS, horizon: float = THESIS_HORI
     return sizes(opts, reps, horizon, qreps, qhorizon, event_rate=rate)
 
 
-def _run(system, policy, reps, horizon, opts, **model) -> dict:
-    from ..sim.desktop import simulate
+class _Cells:
+    """The cells of one chapter-3 experiment: ``add`` plans a cell (:func:`hetsched.sim.desktop.plan`),
+    ``run`` runs every cell x replication at once, ``get(key)`` is the cell's summary (:func:`_summary`)."""
 
-    if "tie" in opts.extra and "tie" not in model:
-        model["tie"] = opts.extra["tie"]
-    res = simulate(system, policy, reps=reps, seed=opts.seed, workers=opts.workers, backend=opts.backend,
-                   scheduler=opts.scheduler, progress=opts.progress, horizon=horizon, **model)
+    def __init__(self, opts: RunOptions, label: str) -> None:
+        self.opts, self.batch, self.cells = opts, batch(opts, label), {}
+
+    def add(self, key, system, policy, reps, horizon, **model) -> None:
+        from ..sim.desktop import plan
+
+        if "tie" in self.opts.extra and "tie" not in model:
+            model["tie"] = self.opts.extra["tie"]
+        self.cells[key] = self.batch.add(plan(system, policy, reps=reps, seed=self.opts.seed, horizon=horizon,
+                                              **model), label=" ".join(str(k) for k in key))
+
+    def run(self) -> "_Cells":
+        self.batch.run()
+        return self
+
+    def get(self, key) -> dict:
+        return _summary(self.cells[key].result)
+
+
+def _summary(res) -> dict:
     nan = float("nan")
     return {"policy": res.policy, "mean": res.mean, "accuracy": res.rel_half_width, "unstable": res.unstable,
             "reps": res.reps, "message": res.message,
@@ -117,12 +134,15 @@ def _policy_table(exp_id: str, title: str, configs: list[dict], policies: list[s
     runs = [(c["scenario"], c.get("arrivals"), c.get("case"), len(set(policies) | {"gcmu"})) for c in configs]
     reps, horizon = _cfg(opts, runs=runs, **cfg_kw)
     rows = []
-    for cfg in configs:
+    order = ["gcmu"] + [q for q in policies if q != "gcmu"]
+    cells = _Cells(opts, exp_id)
+    for n, cfg in enumerate(configs):
         system = load(cfg["scenario"], arrivals=cfg.get("arrivals"), case=cfg.get("case"))
-        model = dict(cfg.get("model", {}))
-        res = {}
-        for p in ["gcmu"] + [q for q in policies if q != "gcmu"]:
-            res[p] = _run(system, p, reps, horizon, opts, **model)
+        for p in order:
+            cells.add((n, p), system, p, reps, horizon, **dict(cfg.get("model", {})))
+    cells.run()
+    for n, cfg in enumerate(configs):
+        res = {p: cells.get((n, p)) for p in order}
         w_ref = res["gcmu"]["mean"] if not res["gcmu"]["unstable"] else float("nan")
         label = {k: cfg.get(k) for k in keys}
         for p in policies:
@@ -220,12 +240,17 @@ def _fig_3_4(opts: RunOptions) -> ExperimentResult:
     levels = [0.0, 0.5, 1.0] if opts.quick else [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     reps, horizon = _cfg(opts, qreps=2, qhorizon=200.0, runs=[("3.H", None, None, 1 + 2 * len(levels))])
     system = load("3.H")
-    g = _run(system, "gcmu", reps, horizon, opts)
+    cells = _Cells(opts, "thesis-fig-3.4")
+    cells.add(("gcmu",), system, "gcmu", reps, horizon)
+    for I in levels:
+        for p in ("lpas-dg", "lpas-dg-robust"):
+            cells.add((I, p), system, p, reps, horizon, inaccuracy=I)
+    cells.run()
+    g = cells.get(("gcmu",))
     rows = []
     for I in levels:
         for p in ("lpas-dg", "lpas-dg-robust"):
-            s = _run(system, p, reps, horizon, opts, inaccuracy=I)
-            rows.append(_row({"I": I}, s, g["mean"]))
+            rows.append(_row({"I": I}, cells.get((I, p)), g["mean"]))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -263,9 +288,15 @@ def _make_fig_g(full: bool):
         else:
             reps, horizon = _cfg(opts, reps=5, horizon=2e8, qreps=2, qhorizon=5e5, runs=runs)
         rows = []
-        for fig, sid, arr in (("3.1", "3.G1", "alpha1"), ("3.2", "3.G2", "alpha1"), ("3.3", "3.G2", "alpha2")):
+        figs3 = (("3.1", "3.G1", "alpha1"), ("3.2", "3.G2", "alpha1"), ("3.3", "3.G2", "alpha2"))
+        cells = _Cells(opts, "thesis-fig-3.1-3.3")
+        for fig, sid, arr in figs3:
             system = load(sid, arrivals=arr)
-            res = {p: _run(system, p, reps, horizon, opts) for p in ("gcmu", "fcfs", "lpas-dg")}
+            for p in ("gcmu", "fcfs", "lpas-dg"):
+                cells.add((fig, p), system, p, reps, horizon)
+        cells.run()
+        for fig, sid, arr in figs3:
+            res = {p: cells.get((fig, p)) for p in ("gcmu", "fcfs", "lpas-dg")}
             wg = res["gcmu"]["mean"]
             for p in ("fcfs", "gcmu", "lpas-dg"):
                 r = _row({"figure": fig, "system": sid, "arrivals": arr}, res[p], wg)
@@ -352,27 +383,40 @@ def _lp_reading(opts: RunOptions) -> ExperimentResult:
     reps, horizon = _cfg(opts, reps=4, horizon=5_000.0, qreps=2, qhorizon=500.0, runs=runs)
     only = ",".join(opts.extra["tables"]) if "tables" in opts.extra else None
     rows = []
-    for (tab, sid, arr, case, ex), (g_pr, w_pr) in PRINTED_LPAS.items():
-        if only and tab not in str(only).split(","):
-            continue
+    cells = _Cells(opts, "thesis-ch3-lp-reading")
+    chosen = [k for k in PRINTED_LPAS if not (only and k[0] not in str(only).split(","))]
+    for key in chosen:
+        tab, sid, arr, case, ex = key
         s = load(sid, arrivals=arr, case=case)
+        for v in variants:
+            cells.add((key, v), s, "lpas-dg", reps, horizon, exec_dist=ex, **_variant_model(v))
+    cpuinfo = not only or "3.4.4" in str(only).split(",")
+    if cpuinfo:
+        s = load("3.A-cpuinfo")
+        cells.add(("cpuinfo", "gcmu"), s, "gcmu", reps, horizon)
+        for info in (True, False):
+            for v in variants:
+                cells.add(("cpuinfo", info, v), s, "lpas-dg", reps, horizon, cpu_info=info, **_variant_model(v))
+    cells.run()
+    for key in chosen:
+        tab, sid, arr, case, ex = key
+        w_pr = PRINTED_LPAS[key][1]
         row = {"table": tab, "system": sid, "arrivals": arr or "-", "case": str(case), "exec": ex,
                "printed_W": float(w_pr), "printed_Delta": float("nan"), "gcmu_W": float("nan")}
         for v in variants:
-            o = _run(s, "lpas-dg", reps, horizon, opts, exec_dist=ex, **_variant_model(v))
+            o = cells.get((key, v))
             row[f"W_{v}"] = o["mean"]
             row[f"unstable_{v}"] = o["unstable"]
             row[f"Delta_{v}"] = float("nan")
         rows.append(row)
-    if not only or "3.4.4" in str(only).split(","):
-        s = load("3.A-cpuinfo")
-        g = _run(s, "gcmu", reps, horizon, opts)["mean"]
+    if cpuinfo:
+        g = cells.get(("cpuinfo", "gcmu"))["mean"]
         for info in (True, False):
             row = {"table": "3.4.4", "system": "3.A-cpuinfo", "arrivals": "0.75 alpha1", "case": f"info={info}",
                    "exec": "exp", "printed_W": float("nan"), "printed_Delta": PRINTED_CPUINFO_DELTA[info],
                    "gcmu_W": float(g)}
             for v in variants:
-                o = _run(s, "lpas-dg", reps, horizon, opts, cpu_info=info, **_variant_model(v))
+                o = cells.get(("cpuinfo", info, v))
                 row[f"W_{v}"] = o["mean"]
                 row[f"Delta_{v}"] = 100 * (g - o["mean"]) / g
                 row[f"unstable_{v}"] = o["unstable"]

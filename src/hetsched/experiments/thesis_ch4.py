@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, register, sizes
+from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register, sizes
 
 _MODEL_KEYS = ("propagation", "include_local", "tie", "warmup", "max_in_system", "inaccuracy")
 _MODEL_PARAMS = (
@@ -34,13 +34,13 @@ def _model_opts(opts: RunOptions) -> dict[str, Any]:
     return {k: opts.extra[k] for k in _MODEL_KEYS if k in opts.extra}
 
 
-def _run(system, policy, opts: RunOptions, reps: int, horizon: float, **kw):
-    from ..sim.decentral import simulate
+def _plan(system, policy, opts: RunOptions, reps: int, horizon: float, **kw):
+    """One cell, planned for the experiment's batch (:func:`hetsched.sim.decentral.plan`)."""
+    from ..sim.decentral import plan
 
     model = _model_opts(opts)
     model.update(kw)
-    return simulate(system, policy, reps=reps, horizon=horizon, seed=opts.seed, workers=opts.workers,
-                    backend=opts.backend, scheduler=opts.scheduler, progress=opts.progress, **model)
+    return plan(system, policy, reps=reps, horizon=horizon, seed=opts.seed, **model)
 
 
 def _fmt(x, nd=4):
@@ -57,8 +57,11 @@ def table_4_1(opts: RunOptions) -> ExperimentResult:
     runs = [("MCT", "mct", None)] + [(f"KPB (k={k})", "kpb", k) for k in ks] + [("LPAS_dec", "lpas-dec", None)]
     rows = []
     x_mct = None
-    for label, pol, k in runs:
-        r = _run(s, pol, opts, reps, horizon, k=k)
+    b = batch(opts, "thesis-table-4.1")
+    cells = [b.add(_plan(s, pol, opts, reps, horizon, k=k), label=label) for label, pol, k in runs]
+    b.run()
+    for (label, pol, k), cell in zip(runs, cells):
+        r = cell.result
         if pol == "mct":
             x_mct = r.messages
         row = {
@@ -102,14 +105,14 @@ def fig_4_1(opts: RunOptions) -> ExperimentResult:
     reps, horizon = sizes(opts, 30, 200_000.0, 3, 4_000.0, event_rate=_rate("4.A", 2 * len(levels)))
     s = load("4.A")
     rows = []
+    b = batch(opts, "thesis-fig-4.1")
+    pols = (("LPAS_dec", "lpas-dec", None), ("KPB (k=3)", "kpb", 3))
+    cells = {(I, label): b.add(_plan(s, pol, opts, reps, horizon, k=k, inaccuracy=I), label=f"I={I} {label}")
+             for I in levels for label, pol, k in pols}
+    b.run()
     for I in levels:
-        for label, pol, k in (("LPAS_dec", "lpas-dec", None), ("KPB (k=3)", "kpb", 3)):
-            model = _model_opts(opts)
-            model["inaccuracy"] = I
-            from ..sim.decentral import simulate
-
-            r = simulate(s, pol, reps=reps, horizon=horizon, seed=opts.seed, k=k, workers=opts.workers,
-                         backend=opts.backend, scheduler=opts.scheduler, progress=opts.progress, **model)
+        for label, pol, k in pols:
+            r = cells[I, label].result
             rows.append({"I": I, "policy": label, "W": None if r.unstable else r.mean,
                          "W_low": None if r.unstable else r.ci[0], "W_high": None if r.unstable else r.ci[1],
                          "X": r.messages, "unstable": r.unstable})
@@ -153,9 +156,17 @@ def fig_4_2_4_3(opts: RunOptions) -> ExperimentResult:
     lines = [f"Figures 4.2-4.3 (Systems 4.B1/4.B2, M = 300, {reps} x {horizon:g} time units): "
              "LPAS_dec relative to MCT"]
     opts.outdir.mkdir(parents=True, exist_ok=True)
-    for fig_no, sid in (("4.2", "4.B1"), ("4.3", "4.B2")):
+    b = batch(opts, "thesis-fig-4.2-4.3")
+    figs = (("4.2", "4.B1"), ("4.3", "4.B2"))
+    cells = {}
+    for fig_no, sid in figs:
         s = load(sid)
-        res = {pol: _run(s, pol, opts, reps, horizon) for pol in ("mct", "lpas-dec")}
+        cells[sid] = (s, {pol: b.add(_plan(s, pol, opts, reps, horizon), label=f"{sid} {pol}")
+                          for pol in ("mct", "lpas-dec")})
+    b.run()
+    for fig_no, sid in figs:
+        s, cs = cells[sid]
+        res = {pol: c.result for pol, c in cs.items()}
         m, d = res["mct"], res["lpas-dec"]
         labels = ["W"] + [f"W{i + 1}" for i in range(s.N)] + ["X"]
         vals_m = [m.mean] + [pc["mean"] for pc in m.per_class] + [m.messages]

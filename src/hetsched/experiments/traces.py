@@ -29,7 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import HetschedError
-from . import REPS, Experiment, ExperimentResult, Param, RunOptions, register
+from . import REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register
 
 # repository-relative: <repo>/../shared/traces (this file is <repo>/src/hetsched/experiments/traces.py)
 TRACES_DIR = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
@@ -87,7 +87,7 @@ def _plot(rows: list[dict], path: Path, logs: list[str], loads: list[float], pol
 
 def run(opts: RunOptions) -> ExperimentResult:
     from ..scenarios import load
-    from ..sim.mapping import simulate
+    from ..sim.mapping import plan
     from ..traces import workload
 
     ex = opts.extra
@@ -102,14 +102,20 @@ def run(opts: RunOptions) -> ExperimentResult:
     logs = [str(x) for x in ex.get("logs", list(LOGS))]
     system = load("2.C1")
     rows: list[dict] = []
-    for log in logs:
+    b = batch(opts, "traces")
+    cells = {}
+    for log in logs:  # plan every (log, load, policy), then replay them all in one batch
         df = _read(tdir / LOGS.get(log, log), jobs)
         for rho in loads:
             tw = workload(df, system, load=rho)
             for pol in policies:
-                res = simulate(system, pol, trace=tw, reps=reps, seed=opts.seed, workers=opts.workers,
-                               backend=opts.backend, scheduler=opts.scheduler, progress=False,
-                               k=KBAR if pol == "kpb" else None)
+                cells[log, rho, pol] = b.add(plan(system, pol, trace=tw, reps=reps, seed=opts.seed,
+                                                  k=KBAR if pol == "kpb" else None), label=f"{log} {rho:g} {pol}")
+    b.run()
+    for log in logs:
+        for rho in loads:
+            for pol in policies:
+                res = cells[log, rho, pol].result
                 rows.append({
                     "log": log, "load": rho, "policy": LABEL[pol], "jobs": res.jobs, "windows": res.reps,
                     "W": None if res.unstable else res.mean,

@@ -201,7 +201,24 @@ def simulate_coalloc(
     :mod:`hetsched.mdp.stability` is reported beside it (``local_capacity_rho1``).
     """
     from ...runner import replicate
+
+    pl = plan_coalloc(params, policy, reps=reps, completions=completions, seed=seed, table=table, clamp=clamp,
+                      max_starts=max_starts, limit=limit, bound=bound)
+    pl.warm()  # compile/load first
+    job = pl.job
+    t0 = time.perf_counter()
+    runs = replicate(job.fn, job.params, job.reps, job.seed, workers=workers, backend=backend, scheduler=scheduler,
+                     progress=progress, label=job.label)
+    return pl.finish(runs, time.perf_counter() - t0)
+
+
+def plan_coalloc(params: SimParams | Any, policy: str = "local", reps: int = 10, completions: int = 200_000,
+                 seed: int | None = DEFAULT_SEED, table: np.ndarray | None = None, clamp: int | None = None,
+                 max_starts: int = 1, limit: int | None = None, bound: int | None = None):
+    """:func:`simulate_coalloc` split at its replications (for :class:`hetsched.runner.Batch`): a
+    :class:`hetsched.runner.Planned` whose ``finish(runs, seconds)`` makes the same result."""
     from ...mdp.stability import local_stability
+    from ...runner import Job, Planned
 
     if not (isinstance(reps, (int, np.integer)) and 1 <= reps <= 100_000):
         raise ModelError(f"reps: must be an integer in [1, 100000], got {reps!r}")
@@ -209,35 +226,36 @@ def simulate_coalloc(
                    limit=limit, bound=bound)
     seed = DEFAULT_SEED if seed is None else seed
     seed_sequence(seed)  # validates
-    replication(np.random.SeedSequence(0), {**prep, "horizon": 1.0, "warmup": 0.05})  # compile/load first
-    t0 = time.perf_counter()
-    runs = replicate(replication, prep, int(reps), int(seed), workers=workers, backend=backend, scheduler=scheduler,
-                     progress=progress, label=f"coalloc {prep['policy']}")
-    wall = time.perf_counter() - t0
-    unstable, n_bound, n_trend = verdict([r["hit_bound"] for r in runs], [r["trend"] for r in runs])
-    prm = prep["params"]
-    extra: dict[str, Any] = {
-        "L1": float(np.mean([r["L1"] for r in runs])), "L2": float(np.mean([r["L2"] for r in runs])),
-        "coallocations_per_rep": float(np.mean([r["coallocations"] for r in runs])),
-        "completions": prep["completions"], "limit": prep["limit"] or None, "clamp": prep["clamp"],
-        "bound_reps": n_bound, "trend_reps": n_trend,
-        "lost_fraction": float(sum(r["lost1"] + r["lost2"] for r in runs))
-        / max(1.0, float(sum(r["completions"] + r["lost1"] + r["lost2"] for r in runs))),
-    }
-    if prep["policy"] == "local" and not prep["limit"] and prep["max_starts"] in (0, 1):
-        ls = local_stability(prm.lam1, prm.lam2, prm.mu1, prm.mu2, prm.p, prep["max_starts"])
-        extra["local_capacity_rho1"] = ls["capacity_rho1"]
-        extra["local_stable_exact"] = ls["stable"]
-    if unstable:
-        why = (f"{n_bound} of {len(runs)} replications exceeded {prep['bound']} jobs in system" if n_bound
-               else f"{n_trend} of {len(runs)} replications grow through the run")
-        message = f"unstable: {why}"
-    else:
-        message = "ok"
-    return from_replications(
-        runs, model="coalloc", policy=prep["policy"], metric="cost", key="cost", per_class=[],
-        wall_seconds=wall, unstable=unstable, message=message, horizon=prep["horizon"],
-        seed=int(seed),
-        options={"max_starts": prep["max_starts"], "limit": prep["limit"] or None, "clamp": prep["clamp"]},
-        extra=extra,
-    )
+
+    def finish(runs: list[dict], wall: float) -> SimResult:
+        unstable, n_bound, n_trend = verdict([r["hit_bound"] for r in runs], [r["trend"] for r in runs])
+        prm = prep["params"]
+        extra: dict[str, Any] = {
+            "L1": float(np.mean([r["L1"] for r in runs])), "L2": float(np.mean([r["L2"] for r in runs])),
+            "coallocations_per_rep": float(np.mean([r["coallocations"] for r in runs])),
+            "completions": prep["completions"], "limit": prep["limit"] or None, "clamp": prep["clamp"],
+            "bound_reps": n_bound, "trend_reps": n_trend,
+            "lost_fraction": float(sum(r["lost1"] + r["lost2"] for r in runs))
+            / max(1.0, float(sum(r["completions"] + r["lost1"] + r["lost2"] for r in runs))),
+        }
+        if prep["policy"] == "local" and not prep["limit"] and prep["max_starts"] in (0, 1):
+            ls = local_stability(prm.lam1, prm.lam2, prm.mu1, prm.mu2, prm.p, prep["max_starts"])
+            extra["local_capacity_rho1"] = ls["capacity_rho1"]
+            extra["local_stable_exact"] = ls["stable"]
+        if unstable:
+            why = (f"{n_bound} of {len(runs)} replications exceeded {prep['bound']} jobs in system" if n_bound
+                   else f"{n_trend} of {len(runs)} replications grow through the run")
+            message = f"unstable: {why}"
+        else:
+            message = "ok"
+        return from_replications(
+            runs, model="coalloc", policy=prep["policy"], metric="cost", key="cost", per_class=[],
+            wall_seconds=wall, unstable=unstable, message=message, horizon=prep["horizon"],
+            seed=int(seed),
+            options={"max_starts": prep["max_starts"], "limit": prep["limit"] or None, "clamp": prep["clamp"]},
+            extra=extra,
+        )
+
+    return Planned(job=Job(replication, prep, int(reps), int(seed), f"coalloc {prep['policy']}"), finish=finish,
+                   warm=lambda: replication(np.random.SeedSequence(0), {**prep, "horizon": 1.0, "warmup": 0.05}),
+                   warm_key=("coalloc",))

@@ -78,7 +78,7 @@ kernel :func:`.kernel.run`) → :func:`summarize` (a
 """
 
 from .model import POLICY_CODES, PROPAGATION, TIES, per_machine_alpha, prepare
-from .run import one_run, replication, simulate, simulate_cli, summarize, warm_up_kernels
+from .run import one_run, plan, replication, simulate, simulate_cli, summarize, warm_up_kernels
 
-__all__ = ["simulate", "prepare", "replication", "summarize", "one_run", "simulate_cli", "warm_up_kernels",
+__all__ = ["simulate", "plan", "prepare", "replication", "summarize", "one_run", "simulate_cli", "warm_up_kernels",
            "per_machine_alpha", "POLICY_CODES", "PROPAGATION", "TIES"]

@@ -141,6 +141,20 @@ def simulate(system, policy: str, *, reps: int = 30, horizon: float = 200_000.0,
     """
     from ...runner import replicate
 
+    pl = plan(system, policy, reps=reps, horizon=horizon, seed=seed, k=k, **options)
+    job = pl.job
+    t0 = time.perf_counter()
+    runs = replicate(job.fn, job.params, job.reps, job.seed, workers=workers, backend=backend, scheduler=scheduler,
+                     progress=progress, label=job.label)
+    return pl.finish(runs, time.perf_counter() - t0)
+
+
+def plan(system, policy: str, *, reps: int = 30, horizon: float = 200_000.0, seed: int | None = DEFAULT_SEED,
+         k: int | None = None, **options: Any):
+    """:func:`simulate` split at its replications (for :class:`hetsched.runner.Batch`): a
+    :class:`hetsched.runner.Planned` whose ``finish(runs, seconds)`` makes the same result."""
+    from ...runner import Job, Planned
+
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ModelError(f"option {unknown[0]!r} does not apply to the decentralized-grid model; "
@@ -148,11 +162,9 @@ def simulate(system, policy: str, *, reps: int = 30, horizon: float = 200_000.0,
     if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
         raise ModelError(f"reps: must be a positive integer, got {reps!r}")
     p = prepare(system, policy, k=k, horizon=horizon, **options)
-    t0 = time.perf_counter()
-    runs = replicate(replication, p, reps, seed, workers=workers, backend=backend, scheduler=scheduler,
-                     progress=progress, label=f"{system.id} {p.policy}")
-    wall = time.perf_counter() - t0
-    return summarize(p, runs, seed=seed, wall=wall)
+    return Planned(job=Job(replication, p, int(reps), seed, f"{system.id} {p.policy}"),
+                   finish=lambda runs, seconds: summarize(p, runs, seed=seed, wall=seconds),
+                   warm=warm_up_kernels, warm_key=("decentral",))
 
 
 _CLI_OPTIONS = {"warmup", "inaccuracy", "rate_changes", "cpu_changes", "propagation", "include_local", "tie",

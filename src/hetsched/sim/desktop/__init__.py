@@ -87,7 +87,7 @@ and ``lp_order`` (which optimal vertex LPAS_DG uses).
 """
 
 from .model import MACHINE_RULES, OPTIONS, POLICIES, RESUBMIT_RULES, Prepared, capacity_lambda, prepare
-from .run import one_run, replication, simulate, simulate_cli, summarize, warm_up_kernels
+from .run import one_run, plan, replication, simulate, simulate_cli, summarize, warm_up_kernels
 
-__all__ = ["simulate", "prepare", "replication", "summarize", "one_run", "simulate_cli", "warm_up_kernels",
+__all__ = ["simulate", "plan", "prepare", "replication", "summarize", "one_run", "simulate_cli", "warm_up_kernels",
            "capacity_lambda", "Prepared", "POLICIES", "MACHINE_RULES", "RESUBMIT_RULES", "OPTIONS"]

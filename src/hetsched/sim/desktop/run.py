@@ -263,6 +263,24 @@ def simulate(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed:
     """
     from ...runner import replicate
 
+    pl = plan(system, policy, reps=reps, horizon=horizon, seed=seed, **options)
+    if pl.job is None:
+        return pl.result
+    pl.warm()  # compile or load the kernel here, so that wall_seconds is the simulation's
+    t0 = time.perf_counter()
+    job = pl.job
+    runs = replicate(job.fn, job.params, job.reps, job.seed, workers=workers, backend=backend, scheduler=scheduler,
+                     progress=progress, label=job.label)
+    return pl.finish(runs, time.perf_counter() - t0)
+
+
+def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int | None = DEFAULT_SEED,
+         **options: Any):
+    """:func:`simulate` split at its replications (for :class:`hetsched.runner.Batch`): a
+    :class:`hetsched.runner.Planned` whose ``finish(runs, seconds)`` makes the same result, or
+    whose ``result`` is the early verdict when the capacity LP finds the system unstable."""
+    from ...runner import Job, Planned
+
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ModelError(f"option {unknown[0]!r} does not apply to the desktop-grid model; "
@@ -272,13 +290,10 @@ def simulate(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed:
     p = prepare(system, policy, horizon=horizon, **options)
     early = _capacity_verdict(p, seed)
     if early is not None:
-        return early
-    _warm(p)  # compile or load the kernel here, so that wall_seconds is the simulation's
-    t0 = time.perf_counter()
-    runs = replicate(replication, p, reps, seed, workers=workers, backend=backend, scheduler=scheduler,
-                     progress=progress, label=f"{system.id} {p.policy}")
-    wall = time.perf_counter() - t0
-    return summarize(p, runs, seed=seed, wall=wall)
+        return Planned(job=None, result=early)
+    return Planned(job=Job(replication, p, int(reps), seed, f"{system.id} {p.policy}"),
+                   finish=lambda runs, seconds: summarize(p, runs, seed=seed, wall=seconds),
+                   warm=lambda: _warm(p), warm_key=("desktop",))
 
 
 def simulate_cli(system, policy, *, reps, horizon, seed, workers, backend, scheduler, progress, options):

@@ -31,13 +31,13 @@ Policies: :mod:`.policies` (built-in registry, ties, user-written policies
 with :func:`mapping_policy`).
 """
 
-__all__ = ["simulate", "prepare", "replication", "summarize", "ect_weights", "integer_weights", "instability_rule",
+__all__ = ["simulate", "plan", "prepare", "replication", "summarize", "ect_weights", "integer_weights", "instability_rule",
            "default_bound", "warm_up_kernels", "simulate_cli", "mapping_policy", "MappingPolicy", "POLICIES",
            "TIE_RULES", "DEFAULT_TIE", "get_policy"]
 
 # lazy: ``hetsched.sim.mapping.policies`` (the decorator users import) must not load numba
 _WHERE = {"prepare": "model", "ect_weights": "model", "integer_weights": "model", "default_bound": "model",
-          "simulate": "run", "replication": "run", "summarize": "run", "instability_rule": "run",
+          "simulate": "run", "plan": "run", "replication": "run", "summarize": "run", "instability_rule": "run",
           "warm_up_kernels": "run", "simulate_cli": "run",
           "mapping_policy": "policies", "MappingPolicy": "policies", "POLICIES": "policies",
           "TIE_RULES": "policies", "DEFAULT_TIE": "policies", "get_policy": "policies"}

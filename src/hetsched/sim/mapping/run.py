@@ -16,7 +16,7 @@ from ..core.variates import ExecDist, draw_general
 from .model import prepare
 from .policies import DEFAULT_TIE
 
-__all__ = ["simulate", "replication", "summarize", "instability_rule", "warm_up_kernels", "simulate_cli",
+__all__ = ["simulate", "plan", "replication", "summarize", "instability_rule", "warm_up_kernels", "simulate_cli",
            "prepare_trace", "records_of"]
 
 #: the trend part of the one instability rule (:mod:`hetsched.sim.core.instability`)
@@ -399,6 +399,43 @@ def simulate(
 
     _load_modules()  # start-up: module imports are not part of wall_seconds
     t_start = time.perf_counter()
+    pl = plan(system, policy, reps=reps, horizon=horizon, seed=seed, warmup=warmup, k=k, tie=tie, C=C, dist=dist,
+              scv=scv, lp_solution=lp_solution, max_in_system=max_in_system, trace=trace, load=load,
+              classes=classes, records=records, windows=windows)
+    job = pl.job
+    n_workers = _check(job.reps, job.seed, workers, backend, scheduler)
+    # start-up, not timed: compile (or load from the numba cache) here, so that forked workers inherit
+    # it; start the pool and load the kernel in every worker
+    t_warm = time.perf_counter()
+    warm_up_kernels(job.params if job.params["user"] is not None else None)
+    if backend == "local" and n_workers > 1:
+        replicate(replication, {**job.params, "horizon": 1e-9, "trace": None, "records": False}, n_workers, 0,
+                  workers=n_workers, progress=False)
+    startup = time.perf_counter() - t_warm
+    runs = replicate(job.fn, job.params, job.reps, job.seed, workers=workers, backend=backend,
+                     scheduler=scheduler, progress=progress, label=job.label)
+    res = pl.finish(runs, 0.0)
+    # wall_seconds: everything after start-up (validation, LP, replications, summary)
+    res.wall_seconds = time.perf_counter() - t_start - startup
+    res.extra["startup_seconds"] = startup
+    return res
+
+
+def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int | None = DEFAULT_SEED,
+         warmup: float = 0.0, k: int | None = None, tie: str = DEFAULT_TIE, C: float | np.ndarray = 1.0,
+         dist: Any = None, scv: float = 2.0, lp_solution: str = "vertex", max_in_system: int | None = None,
+         trace: Any = None, load: float | None = None, classes: str = "runtime", records: bool = False,
+         windows: str = "batch"):
+    """:func:`simulate` split at its replications (for :class:`hetsched.runner.Batch`).
+
+    Validates and prepares exactly as :func:`simulate` (same arguments but the
+    runner's) and returns a :class:`hetsched.runner.Planned`: its ``job``
+    (replication function, params, seed, reps) and ``finish(runs, seconds)``,
+    which makes the :class:`SimResult` that :func:`simulate` returns for the
+    same replications (``wall_seconds`` = ``seconds``).
+    """
+    from ...runner import Job, Planned
+
     tw = None
     if trace is not None:
         from ...traces import TraceWorkload, workload
@@ -427,27 +464,23 @@ def simulate(
         else:
             params = prepare_trace(params, tw, reps)
     root = seed_sequence(seed)
-    n_workers = _check(reps, int(root.entropy), workers, backend, scheduler)
-    # start-up, not timed: compile (or load from the numba cache) here, so that forked workers inherit
-    # it; start the pool and load the kernel in every worker
-    t_warm = time.perf_counter()
-    warm_up_kernels(params if params["user"] is not None else None)
-    if backend == "local" and n_workers > 1:
-        replicate(replication, {**params, "horizon": 1e-9, "trace": None, "records": False}, n_workers, 0,
-                  workers=n_workers, progress=False)
-    startup = time.perf_counter() - t_warm
-    runs = replicate(replication, params, reps, int(root.entropy), workers=workers, backend=backend,
-                     scheduler=scheduler, progress=progress, label=f"{system.id} {params['policy']}")
-    res = summarize(params, runs, seed=int(root.entropy), wall=0.0, scenario=system.id)
-    if tw is not None:
-        res.horizon = None
-        res.extra["windows_rule"] = windows
-    if batches:
-        _batch_means(res, batches, len(params["alpha"]), keep_records=bool(records))
-    # wall_seconds: everything after start-up (validation, LP, replications, summary)
-    res.wall_seconds = time.perf_counter() - t_start - startup
-    res.extra["startup_seconds"] = startup
-    return res
+    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
+        raise ModelError(f"reps must be a positive integer, got {reps!r}")
+    scenario = system.id
+
+    def finish(runs: list[dict], seconds: float) -> SimResult:
+        res = summarize(params, runs, seed=int(root.entropy), wall=seconds, scenario=scenario)
+        if tw is not None:
+            res.horizon = None
+            res.extra["windows_rule"] = windows
+        if batches:
+            _batch_means(res, batches, len(params["alpha"]), keep_records=bool(records))
+        return res
+
+    # warm: this run's own kernel signature (array types differ between policies), so that forked
+    # workers inherit it loaded
+    return Planned(job=Job(replication, params, int(reps), int(root.entropy), f"{system.id} {params['policy']}"),
+                   finish=finish, warm=lambda: warm_up_kernels(params), warm_key=("mapping", id(params)))
 
 
 _CLI_OPTIONS = {"k", "dist", "tie", "warmup", "C", "scv", "lp_solution", "max_in_system", "trace", "load", "classes",
