@@ -364,3 +364,39 @@ def test_random_ties_are_uniform(policy):
     assert np.all(np.abs(share - 1 / 3) < 4 * np.sqrt((1 / 3) * (2 / 3) / n)), share
     low = replication(np.random.SeedSequence(8), prepare(sysm, policy, horizon=300_000.0, tie="lowest"))
     assert low["share"][0][0] > 0.99
+
+
+# ---------------------------------------------------------------- Guided-LPAS condition (iii), §2.4
+def _lpas_drift(sysm, horizon, reps):
+    """max over (i, j) of (a_ij(H) - pi_ij a_i(H)) / sqrt(H) per replication of plain LPAS, and the drift rate."""
+    pi = prepare(sysm, "lpas")["pi"]
+    alpha = np.asarray(sysm.alpha, float)[:, None]
+    res = simulate(sysm, "lpas", reps=reps, horizon=horizon, seed=2009, workers=1, progress=False)
+    dev = np.array([((np.asarray(r["share"]) - pi) * alpha * horizon).max() for r in res.replications])
+    return dev / math.sqrt(horizon), dev.mean() / horizon
+
+
+def test_guided_lpas_condition_iii_binds_below_the_drift_prediction():
+    """docs/simulation.md "Guided-LPAS condition (iii)": on the §2.1 system LPAS's split of class 2 drifts
+    from the LP target linearly in t, so a_ij - pi_ij a_i outgrows C sqrt(t) and (iii) binds with C = 1.
+
+    Independent prediction from plain LPAS runs (no Guided-LPAS involved): the deviation at the horizon,
+    dev(H) / sqrt(H), is the C at which (iii) would first exclude the machine LPAS overloads. Checks:
+    the drift is linear (dev(4H) ~ 4 dev(H), not the 2x of sqrt growth); Guided-LPAS (same seeds, so the
+    same paths as LPAS until the first bind) binds at C = 1 and at half the predicted C*, and never at
+    1.5 x the predicted C*.
+    """
+    sysm = load("2.1-mct")
+    H, R = 2_000.0, 4
+    c_h, rate_h = _lpas_drift(sysm, H, R)
+    _, rate_4h = _lpas_drift(sysm, 4 * H, R)
+    assert rate_h > 0.1 and rate_4h > 0.1  # tasks per time unit sent to the machine beyond its LP share
+    assert 0.6 < rate_4h / rate_h < 1.6  # linear: the same rate at H and 4H (sqrt growth would halve it)
+    c_star = c_h.max()
+
+    def binds(C):
+        return simulate(sysm, "guided-lpas", C=C, reps=R, horizon=H, seed=2009, workers=1, progress=False).binds
+
+    assert binds(1.0) > 100
+    assert binds(0.5 * c_star) > 0
+    assert binds(1.5 * c_star) == 0
