@@ -92,6 +92,33 @@ def test_light_load_limit_closed_form():
     assert m["SRT"] == pytest.approx(p.gang_size / p.task_rate + 1.0 / (2 * p.mu[0]), rel=1e-3)
 
 
+@pytest.mark.parametrize("gang_size", [1, 3])
+def test_one_site_reduces_to_mg1_pollaczek_khinchine(gang_size):
+    """An independent truth for SRT, ST and UoS (issue 14: the Storm test forms SRT with gang.py's own formula).
+
+    No local jobs, no migration, LC-1 with site 2 practically never dispatched to (mu2 = 1e-10, so
+    P(site 2 used) ~ 1e-10), site 1 with exactly np servers, one PCONT step (S_1 = s_1 = 0: PCONT is 2
+    whenever a gang waits, so dispatch takes Exp(2 mu1)). A gang then needs the whole site: GQ is the
+    queue of an M/G/1 whose service is dispatch + the slowest of np Exp(mu_task) tasks, i.e. the sum of
+    independent Exp(2 mu1), Exp(np mu_t), ..., Exp(mu_t). Pollaczek-Khinchine gives the wait Wq; the
+    paper's SRT (eq. 2) = E[#GQ + #LQ] / rate(T) is then Wq + 1/(2 mu1) + np / mu_t (a gang is in GQ
+    until dispatched; Little's law for the np tasks). C = 64 blocks negligibly (order rho^64 ~ 1e-14).
+    """
+    mu1, mu_t, rho = 1.5, 2.0, 0.6
+    means = [1 / (2 * mu1)] + [1 / (k * mu_t) for k in range(gang_size, 0, -1)]
+    ES = sum(means)
+    ES2 = sum(m * m for m in means) + ES**2  # independent exponential phases: Var = sum of squared means
+    lam = rho / ES
+    p = GangParams(policy="LC1", arrival_rate=lam, capacity=64, forward=(0,), reverse=(0,),
+                   servers=(gang_size, gang_size), gang_size=gang_size, local_capacity=(0, 0),
+                   local_rate=(0.0, 0.0), task_rate=mu_t, mu=(mu1, 1e-10), migration=False)
+    m = gang_measures(solve(gang_net(p), method="direct"), p)
+    Wq = lam * ES2 / (2 * (1 - rho))
+    assert m["SRT"] == pytest.approx(Wq + 1 / (2 * mu1) + gang_size / mu_t, rel=1e-8)
+    assert m["ST"] == pytest.approx(gang_size * lam, rel=1e-8)  # every admitted task completes
+    assert m["UoS"] == pytest.approx(gang_size * lam / mu_t / (2 * gang_size), rel=1e-8)  # busy fraction
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 def test_iterative_matches_direct(policy):
     p = small(policy, arrival_rate=2.0)
