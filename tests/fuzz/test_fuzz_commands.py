@@ -196,7 +196,6 @@ def test_simulate_bad_arguments(files, data):
     assert_refused(run_fork(base + [opt, val], timeout=OTHER_TIMEOUT), opt, opt.lstrip("-"))
 
 
-@_known_gap("mdp coalloc", "--rho 1 is solved with an instability warning (exit 0), not refused")
 @fuzz_settings(60)
 @given(data=st.data())
 def test_mdp_coalloc_bad_arguments(data):
@@ -206,8 +205,10 @@ def test_mdp_coalloc_bad_arguments(data):
         val = data.draw(bad_ints(1) | st.sampled_from(["5000", "100000"]))
     elif opt in ("--rho", "--rho1", "--rho2"):
         val = data.draw(bad_floats() | st.sampled_from(["1.5", "1", "2"]))
-    elif opt == "--p":
-        val = data.draw(bad_floats() | st.sampled_from(["1.5", "-0.1"]))
+    elif opt == "--p":  # a probability: 0 and 1 are valid
+        val = data.draw(bad_floats(nonneg=True) | st.sampled_from(["1.5", "-0.1"]))
+    elif opt in ("--c1", "--c2"):  # a cost rate of 0 is valid (that class costs nothing)
+        val = data.draw(bad_floats(nonneg=True))
     elif opt in ("--method", "--self-loop", "--boundary"):
         val = data.draw(st.sampled_from(["nope", "", "x" * 300]))
     else:
