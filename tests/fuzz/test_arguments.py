@@ -169,3 +169,19 @@ def test_check_file(tmp_path):
         check_file(str(tmp_path / "no" / "new.db"), "--journal", must_exist=False)
     with pytest.raises(HetschedError, match="--delta: about 2.5e\\+07 states estimated, over the limit of 1e\\+07"):
         check_budget(2.5e7, 1e7, "--delta", "states")
+
+
+def test_muscle_sizes_and_rates_are_checked_by_option():
+    """`muscle run --sizes/--rates`: each value and the two lengths are named by the CLI option (issue 15)."""
+    from hetsched.muscle.cli import MAX_CLUSTER_SIZE, _system
+
+    assert _system("20,16,12,10", "1.0, 1.2,1.4,1.6").sizes == (20, 16, 12, 10)
+    for sizes, rates, msg in (("20,16,12,10", "1,2", "--sizes/--rates: --sizes gives 4 cluster\\(s\\) but --rates 2"),
+                              ("1,2", "1,1,1", "--sizes/--rates: --sizes gives 2 cluster\\(s\\) but --rates 3"),
+                              ("1,,2", "1,1", "--sizes: value 2 of '1,,2' is empty"),
+                              ("4,0", "1,1", "--sizes\\[1\\]: must be >= 1"),
+                              (f"{MAX_CLUSTER_SIZE + 1}", "1", f"--sizes\\[0\\]: must be >= 1 and <= {MAX_CLUSTER_SIZE:,}"),
+                              ("4,4", "1,nan", "--rates\\[1\\]: expected a finite number"),
+                              ("4,4", "1,-2", "--rates\\[1\\]: must be > 0")):
+        with pytest.raises(HetschedError, match=msg):
+            _system(sizes, rates)

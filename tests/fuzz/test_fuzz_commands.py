@@ -227,7 +227,6 @@ def test_srn_gang_bad_arguments(data):
     assert_refused(run_fork(args, timeout=OTHER_TIMEOUT), opt, opt.lstrip("-"))
 
 
-@_known_gap("muscle run", "a --sizes/--rates length mismatch names 'rates', not the option")
 @fuzz_settings(60)
 @given(data=st.data())
 def test_muscle_run_bad_arguments(files, data):
