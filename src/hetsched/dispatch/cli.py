@@ -132,7 +132,7 @@ def demo_cmd(
     Exit status 1 (with the count) if tasks are left unfinished — they stay in the journal.
     """
     from ..errors import ModelError
-    from .emulate import check_demo_args, run_demo
+    from .emulate import check_demo_args, check_demo_budget, run_demo
 
     w, n, k, sd = (_int_opt("--workers", workers), _int_opt("--tasks", tasks), _int_opt("--kill", kill),
                    _int_opt("--seed", seed))
@@ -143,6 +143,7 @@ def demo_cmd(
         raise ModelError(f"--prefetch: expected seconds >= 0, got {prefetch!r}")
     if ww <= 0:
         raise ModelError(f"--worker-wait: expected seconds > 0, got {worker_wait!r}")
+    check_demo_budget(n, rt, pf)
     cb, stop = _progress_view(not json_out and stdout_is_tty())
     try:
         out = run_demo(policy, w, n, k, seed=sd, load=ld, rate=rt, scheduler=scheduler,
@@ -190,6 +191,11 @@ def bench_cmd(
         raise ModelError(f"--prefetch: expected seconds >= 0, got {prefetch!r}")
     if not 1 <= r <= 20:
         raise ModelError(f"--repeats: must lie in [1, 20], got {repeats!r}")
+    from .emulate import MAX_TASKS, check_bench_budget
+
+    if not 1 <= n <= MAX_TASKS:  # the cap first (its message), then the run-time budget
+        raise ModelError(f"--tasks: must lie in [1, {MAX_TASKS:,}], got {tasks!r}")
+    check_bench_budget(n, r, pf)
     out = run_bench(w, n, processes=processes, prefetch=pf, policy=policy, journal=journal, repeats=r)
     if json_out:
         emit_json(out)
