@@ -177,8 +177,10 @@ def test_simulate_bad_arguments(files, data):
                                      "--warmup", "--backend", "--policy", "--case", "--arrivals", "scenario"]))
     if opt == "--reps":
         val = data.draw(bad_ints(1) | st.just("1000000"))
-    elif opt in ("--horizon", "--warmup"):
+    elif opt == "--horizon":
         val = data.draw(bad_floats())
+    elif opt == "--warmup":  # no warm-up (0) is valid
+        val = data.draw(bad_floats(nonneg=True))
     elif opt == "--seed":
         val = data.draw(bad_seeds())
     elif opt == "--workers":
@@ -203,8 +205,8 @@ def test_mdp_coalloc_bad_arguments(data):
                                      "--beta", "--delta", "--nu", "--eps", "--method", "--self-loop", "--boundary"]))
     if opt == "--delta":
         val = data.draw(bad_ints(1) | st.sampled_from(["5000", "100000"]))
-    elif opt in ("--rho", "--rho1", "--rho2"):
-        val = data.draw(bad_floats() | st.sampled_from(["1.5", "1", "2"]))
+    elif opt in ("--rho", "--rho1", "--rho2"):  # a load of 0 (no arrivals) is valid; 1 and more are overload
+        val = data.draw(bad_floats(nonneg=True) | st.sampled_from(["1.5", "1", "2"]))
     elif opt == "--p":  # a probability: 0 and 1 are valid
         val = data.draw(bad_floats(nonneg=True) | st.sampled_from(["1.5", "-0.1"]))
     elif opt in ("--c1", "--c2"):  # a cost rate of 0 is valid (that class costs nothing)
@@ -234,10 +236,12 @@ def test_muscle_run_bad_arguments(files, data):
                                      "--phi", "--swf", "--trigger", "--tau", "--seed"]))
     if opt == "--swf":
         val = data.draw(_bad_path(files, "swf"))
-    elif opt in ("--jobs", "--level", "--max-s"):
-        val = data.draw(bad_ints(1) | st.just("100000000"))
-    elif opt in ("--load", "--phi", "--tau"):
+    elif opt in ("--jobs", "--level", "--max-s"):  # --level 0: no cap per round (valid)
+        val = data.draw(bad_ints(0 if opt == "--level" else 1) | st.just("100000000"))
+    elif opt in ("--load", "--phi"):
         val = data.draw(bad_floats())
+    elif opt == "--tau":  # a backlog threshold of 0 is valid
+        val = data.draw(bad_floats(nonneg=True))
     elif opt == "--seed":
         val = data.draw(bad_seeds())
     else:

@@ -59,7 +59,10 @@ def _is_flag(p) -> bool:
 
 
 def _numeric(p) -> bool:
-    """An option typed int or float (typer converts it; text is a usage error before any callback)."""
+    """An option typed int or float taking one value (typer converts it; text is a usage error before any
+    callback)."""
+    if getattr(p, "nargs", 1) != 1:
+        return False
     td = getattr(p, "type_descriptor", None)
     ann = getattr(td, "annotation", None)
     if ann is not None:
