@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .._cliutil import MAX_HORIZON, bounded_int, emit_json, finite_float, guard, positive_float
+from .._cliutil import MAX_HORIZON, bounded_int, emit_json, finite_float, guard, positive_float, seed_int
 
 muscle_app = typer.Typer(help="MUSCLE multicluster scheduling of moldable jobs (seed 002).", no_args_is_help=True)
 
@@ -91,7 +91,8 @@ def run_cmd(
     no_ga: bool = typer.Option(False, "--no-ga", help="Keep the seed schedules (no TITAN GA)."),
     trigger: str = typer.Option("backlog", "--trigger", help="backlog (Algorithm 2 step 1) or batch (a round every LEVEL jobs)."),
     tau: Optional[float] = typer.Option(None, "--tau", callback=finite_float(0.0, MAX_HORIZON), help="Backlog threshold (default: mean execution time)."),
-    seed: int = typer.Option(0, "--seed", help="Seed (workload and scheduler streams), >= 0."),
+    seed: int = typer.Option(0, "--seed", callback=seed_int(), help="Seed (workload and scheduler streams), "
+                             "0..2^63-1."),
     records: Optional[Path] = typer.Option(None, "--records", help="Write per-job records (job, cluster, processors, "
                                            "start, end, deadline met) to this Parquet file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
