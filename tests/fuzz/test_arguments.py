@@ -180,7 +180,8 @@ def test_muscle_sizes_and_rates_are_checked_by_option():
                               ("1,2", "1,1,1", "--sizes/--rates: --sizes gives 2 cluster\\(s\\) but --rates 3"),
                               ("1,,2", "1,1", "--sizes: value 2 of '1,,2' is empty"),
                               ("4,0", "1,1", "--sizes\\[1\\]: must be >= 1"),
-                              (f"{MAX_CLUSTER_SIZE + 1}", "1", f"--sizes\\[0\\]: must be >= 1 and <= {MAX_CLUSTER_SIZE:,}"),
+                              (f"{MAX_CLUSTER_SIZE + 1}", "1",
+                               f"--sizes\\[0\\]: must be >= 1 and <= {MAX_CLUSTER_SIZE:,}"),
                               ("4,4", "1,nan", "--rates\\[1\\]: expected a finite number"),
                               ("4,4", "1,-2", "--rates\\[1\\]: must be > 0")):
         with pytest.raises(HetschedError, match=msg):

@@ -116,7 +116,8 @@ def _finish(out: dict) -> None:
 def demo_cmd(
     policy: str = typer.Option("lpas-dg", "--policy", help="fcfs, gcmu, lpas-dg or lpas-dg-robust."),
     workers: str = typer.Option("4", "--workers", help="Emulated heterogeneous workers, 1..256 (rates of System 3.A groups)."),
-    tasks: str = typer.Option("200", "--tasks", help="Tasks to run (Poisson arrivals), 1..1,000,000."),
+    tasks: str = typer.Option("200", "--tasks", help="Tasks to run (Poisson arrivals), 1..1,000,000, "
+                                                  "within a run-time budget of 600 s (about 100 tasks/s)."),
     kill: str = typer.Option("0", "--kill", help="Worker processes to SIGKILL during the run."),
     seed: str = typer.Option("2009", "--seed", help="Seed of arrivals, work and kill choices (0..2^63-1)."),
     load: str = typer.Option("0.7", "--load", help="Offered load 1/lambda*, in (0, 1)."),
@@ -173,7 +174,8 @@ def demo_cmd(
 @guard
 def bench_cmd(
     workers: str = typer.Option("4", "--workers", help="Workers of the LocalCluster (1..256)."),
-    tasks: str = typer.Option("5000", "--tasks", help="Empty tasks per run (1..1,000,000)."),
+    tasks: str = typer.Option("5000", "--tasks", help="Empty tasks per run (1..1,000,000; the "
+                                                   "whole bench within an estimated 1,800 s)."),
     processes: bool = typer.Option(False, "--processes", help="Worker processes instead of threads."),
     prefetch: str = typer.Option("0.05", "--prefetch", help="Seconds of work each worker keeps decided ahead."),
     policy: str = typer.Option("gcmu", "--policy", help="fcfs, gcmu, lpas-dg or lpas-dg-robust."),

@@ -78,19 +78,22 @@ def run_cmd(
     policy: str = typer.Option("muscle", "--policy", help="wrand, dll or muscle."),
     jobs: Optional[int] = typer.Option(None, "--jobs", help="Number of jobs (generated; default 4000) or max jobs "
                                        "read from the log (default: all)."),
-    level: int = typer.Option(0, "--level", callback=bounded_int(0, MAX_GENERATED_JOBS), help="Jobs per round (batch trigger; required) or cap per round (backlog; 0 = none)."),
+    level: int = typer.Option(0, "--level", callback=bounded_int(0, MAX_GENERATED_JOBS),
+                              help="Jobs per round (batch trigger; required) or cap per round (backlog; 0 = none)."),
     load: float = typer.Option(0.8, "--load", callback=positive_float(MAX_LOAD),
                                help="Offered utilisation of the generated workload, in (0, 100]."),
     sizes: str = typer.Option("20,16,12,10", "--sizes", help="Cluster sizes (Table 1 by default)."),
     rates: str = typer.Option("1.0,1.2,1.4,1.6", "--rates", help="Service rates per cluster."),
-    max_s: int = typer.Option(10, "--max-s", callback=bounded_int(1, MAX_CLUSTER_SIZE), help="MAX_S of the generated workload."),
+    max_s: int = typer.Option(10, "--max-s", callback=bounded_int(1, MAX_CLUSTER_SIZE),
+                              help="MAX_S of the generated workload."),
     phi: float = typer.Option(0.05, "--phi", callback=positive_float(1e3), help="Scalability factor of Eq. 3."),
     swf: Optional[Path] = typer.Option(None, "--swf", help="Read jobs from an SWF log (.swf or .swf.gz)."),
     skip_malformed: bool = typer.Option(False, "--skip-malformed", help="Skip (and count) malformed SWF lines "
                                         "instead of stopping at the first."),
     no_ga: bool = typer.Option(False, "--no-ga", help="Keep the seed schedules (no TITAN GA)."),
     trigger: str = typer.Option("backlog", "--trigger", help="backlog (Algorithm 2 step 1) or batch (a round every LEVEL jobs)."),
-    tau: Optional[float] = typer.Option(None, "--tau", callback=finite_float(0.0, MAX_HORIZON), help="Backlog threshold (default: mean execution time)."),
+    tau: Optional[float] = typer.Option(None, "--tau", callback=finite_float(0.0, MAX_HORIZON),
+                                        help="Backlog threshold (default: mean execution time)."),
     seed: int = typer.Option(0, "--seed", callback=seed_int(), help="Seed (workload and scheduler streams), "
                              "0..2^63-1."),
     records: Optional[Path] = typer.Option(None, "--records", help="Write per-job records (job, cluster, processors, "
