@@ -76,15 +76,44 @@ def test_delta_refusal_gives_the_estimate(tmp_path):
     assert r.returncode == 2 and "300,090,006 states" in r.stderr and "GB" in r.stderr
 
 
+def test_overload_is_refused_at_the_fluid_bound(tmp_path):
+    """No policy can carry the load: one line naming the option, value and bound; exit 2 (issue 15).
+    Truth: the fluid bound by brute force over the co-allocated fraction (as below), rho2 >= 1."""
+    r = _run("--rho", "1", "--delta", "4", cwd=tmp_path)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and r.stdout == "" and len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: --rho: 1 is at or above the capacity of every policy") and \
+        "--allow-overload" in lines[0]
+    r = _run("--rho1", "0.5", "--rho2", "1.2", "--delta", "4", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: --rho2: 1.2 ") and "rho2 < 1" in r.stderr
+    p, mu1, mu3, rho2 = 0.6, 1.0, 0.7, 0.5
+    fs = np.linspace(0, 1, 20001)[1:]
+    lam = np.minimum(2 / (p / mu1 + (1 - p) * (1 - fs) * 2 / mu1 + (1 - p) * fs / mu3),
+                     (1 - rho2) * mu3 / ((1 - p) * fs))
+    bound = max(lam.max(), 2 / (p / mu1 + (1 - p) * 2 / mu1)) * (p + 2 * (1 - p)) / (2 * mu1)
+    above, below = f"{bound * 1.001:.6f}", f"{bound * 0.999:.6f}"
+    r = _run("--rho1", above, "--rho2", "0.5", "--delta", "4", cwd=tmp_path)
+    assert r.returncode == 2 and f"--rho1: {float(above):g} is at or above" in r.stderr, r.stderr
+    assert f"rho1 < {bound:.4g}" in r.stderr
+    r = _run("--rho1", below, "--rho2", "0.5", "--delta", "4", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["stable"] is None and out["stability"]["policies"] == {"local": False, "some": None, "optimal": None}
+
+
 def test_overloaded_is_reported_unstable(tmp_path):
-    r = _run("--rho", "1.5", "--delta", "8", "--json", cwd=tmp_path)
+    """With --allow-overload the truncated model is solved anyway, reported unstable (the former default)."""
+    r = _run("--rho", "1.5", "--delta", "8", "--json", "--allow-overload", cwd=tmp_path)
     assert r.returncode == 0
     out = json.loads(r.stdout)
     assert out["stable"] is False and "every policy" in out["stability"]["message"]
     warn = [ln for ln in r.stderr.splitlines() if ln.startswith("warning:")]
     assert len(warn) == 1 and "unstable under every policy" in warn[0]
+    assert out["stability"]["policies"] == {"local": False, "some": False, "optimal": False}
     r = _run("--rho", "0.7", "--delta", "8", "--json", cwd=tmp_path)
-    assert json.loads(r.stdout)["stable"] is True and "warning" not in r.stderr
+    out = json.loads(r.stdout)
+    assert out["stable"] is True and "warning" not in r.stderr
+    assert out["stability"]["policies"] == {"local": True, "some": True, "optimal": None}
 
 
 def _saturated_throughput_sim(p, mu1, n_events, seed):

@@ -327,22 +327,78 @@ def _click_classes(name: str) -> tuple[type, ...]:
     return tuple(out)
 
 
+def _where(command: Any, args: Sequence[str], ctx: Any) -> str:
+    """`` mdp coalloc``: the command a usage error is about, for "see hetsched ... --help".
+
+    click attaches parser errors (an option missing its value, a flag given a value)
+    to the group's context; the command named on the line is then the deeper one."""
+    path = ctx.command_path.removeprefix("hetsched").strip().split() if ctx is not None else []
+    walked, cmd = [], command
+    for a in args:
+        if a.startswith("-"):
+            continue
+        sub = getattr(cmd, "commands", {}).get(a) if hasattr(cmd, "commands") else None
+        if sub is None:
+            break
+        walked.append(a)
+        cmd = sub
+    best = walked if len(walked) > len(path) else path
+    return (" " + " ".join(best)) if best else ""
+
+
+def _no_help_on_empty(command: Any) -> None:
+    """A group called without its command fails with click's "Missing command." (one line, below)
+    instead of printing its help page: typer's ``no_args_is_help`` prints it while building the error."""
+    if hasattr(command, "commands"):
+        command.no_args_is_help = False
+        for sub in command.commands.values():
+            _no_help_on_empty(sub)
+
+
+def _usage_message(exc: BaseException) -> str:
+    """click's message, with the refused value when typer's pydantic coercion left it out
+    (``Invalid value for '--reps': Input should be a valid integer, ...`` gets ``, got 'abc'``),
+    and a missing command with the names to choose from."""
+    msg = exc.format_message()  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    grp = getattr(ctx, "command", None)
+    if msg.strip() == "Missing command." and hasattr(grp, "list_commands"):
+        return f"missing command; expected one of {', '.join(grp.list_commands(ctx))}"
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if callable(errors):
+        try:
+            errs = errors()
+        except Exception:  # noqa: BLE001 - only an embellishment
+            errs = []
+        if errs and "input" in errs[0]:
+            value = errs[0]["input"]
+            shown = repr(value) if len(repr(value)) <= 200 else repr(value)[:197] + "..."
+            msg = f"{msg.rstrip('.')}, got {shown}"
+    return msg
+
+
 def run(app: Any, argv: Sequence[str] | None = None) -> int:
     """Run a typer app; usage errors are one line and exit 2. Returns the exit code."""
     command = typer.main.get_command(app)
+    _no_help_on_empty(command)
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         rv = command.main(args=args, prog_name="hetsched", standalone_mode=False)
     except _click_classes("Exit") as exc:
         return int(getattr(exc, "exit_code", 0))
-    except _click_classes("NoArgsIsHelpError") as exc:
+    except _click_classes("NoArgsIsHelpError") as exc:  # a group without its command: a missing argument
         ctx = getattr(exc, "ctx", None)
-        typer.echo(ctx.get_help() if ctx is not None else str(exc))
+        where = _where(command, args, ctx)
+        grp = ctx.command if ctx is not None else command
+        names = grp.list_commands(ctx) if ctx is not None and hasattr(grp, "list_commands") else []
+        typer.echo(f"error: missing command{'; expected one of ' + ', '.join(names) if names else ''} "
+                   f"(see hetsched{where} --help)", err=True)
         return EXIT_USAGE
     except _click_classes("UsageError") as exc:
         ctx = getattr(exc, "ctx", None)
-        where = f" {ctx.command_path.removeprefix('hetsched').strip()}".rstrip() if ctx is not None else ""
-        typer.echo(f"error: {_one_line(exc.format_message())} (see hetsched{where} --help)", err=True)
+        where = _where(command, args, ctx)
+        typer.echo(f"error: {_one_line(_usage_message(exc))} (see hetsched{where} --help)", err=True)
         return EXIT_USAGE
     except _click_classes("ClickException") as exc:
         typer.echo(f"error: {_one_line(exc.format_message())}", err=True)

@@ -203,9 +203,11 @@ def run_process(args: list[str], timeout: float = 90.0, cwd: str | None = None) 
 
 def command_of(args: list[str]) -> str:
     """``simulate``, ``mdp coalloc``, ... (the command path of an argument list)."""
-    groups = {"mdp", "srn", "muscle", "dispatch"}
-    if args and args[0] in groups and len(args) > 1:
-        return f"{args[0]} {args[1]}"
+    if not args or args[0].startswith("-"):
+        return "hetsched (no command)"
+    groups = {"mdp", "srn", "muscle", "dispatch", "plot", "trace"}
+    if args and args[0] in groups and len(args) > 1 and not args[1].startswith("-"):
+        return f"{args[0]} {args[1][:20]}"
     return args[0] if args else "-"
 
 

@@ -169,3 +169,44 @@ def test_check_file(tmp_path):
         check_file(str(tmp_path / "no" / "new.db"), "--journal", must_exist=False)
     with pytest.raises(HetschedError, match="--delta: about 2.5e\\+07 states estimated, over the limit of 1e\\+07"):
         check_budget(2.5e7, 1e7, "--delta", "states")
+
+
+def test_muscle_sizes_and_rates_are_checked_by_option():
+    """`muscle run --sizes/--rates`: each value and the two lengths are named by the CLI option (issue 15)."""
+    from hetsched.muscle.cli import MAX_CLUSTER_SIZE, _system
+
+    assert _system("20,16,12,10", "1.0, 1.2,1.4,1.6").sizes == (20, 16, 12, 10)
+    for sizes, rates, msg in (("20,16,12,10", "1,2", "--sizes/--rates: --sizes gives 4 cluster\\(s\\) but --rates 2"),
+                              ("1,2", "1,1,1", "--sizes/--rates: --sizes gives 2 cluster\\(s\\) but --rates 3"),
+                              ("1,,2", "1,1", "--sizes: value 2 of '1,,2' is empty"),
+                              ("4,0", "1,1", "--sizes\\[1\\]: must be >= 1"),
+                              (f"{MAX_CLUSTER_SIZE + 1}", "1",
+                               f"--sizes\\[0\\]: must be >= 1 and <= {MAX_CLUSTER_SIZE:,}"),
+                              ("4,4", "1,nan", "--rates\\[1\\]: expected a finite number"),
+                              ("4,4", "1,-2", "--rates\\[1\\]: must be > 0")):
+        with pytest.raises(HetschedError, match=msg):
+            _system(sizes, rates)
+
+
+def test_dispatch_run_time_budgets():
+    """`dispatch demo/bench`: the documented uses run, a run over the budget is refused with the estimate."""
+    from hetsched.dispatch.emulate import (
+        DEMO_BUDGET_SECONDS,
+        PULL_TASKS_PER_SECOND,
+        check_bench_budget,
+        check_demo_budget,
+    )
+
+    for tasks in (200, 400, 2000):  # README / docs/dispatch.md examples
+        check_demo_budget(tasks, 100.0)
+    top = int(DEMO_BUDGET_SECONDS * PULL_TASKS_PER_SECOND)  # 60,000 at the default --rate 100
+    check_demo_budget(top, 100.0)
+    with pytest.raises(HetschedError, match="--tasks: 60,001 tasks at about 100 per second .* give at most 60,000"):
+        check_demo_budget(top + 1, 100.0)
+    with pytest.raises(HetschedError, match="--tasks: 100,000 tasks .* about 1,000 s"):
+        check_demo_budget(100_000, 1e5)  # a faster --rate does not make pure pull faster
+    check_demo_budget(100_000, 1e3, prefetch=0.05)  # with prefetch: 200 s
+    for tasks, repeats in ((5000, 3), (20_000, 3), (5000, 20)):  # default, issue 17, most repeats
+        check_bench_budget(tasks, repeats, 0.05)
+    with pytest.raises(HetschedError, match="--tasks: 100,000 tasks x 3 repeats take about 3,602 s"):
+        check_bench_budget(100_000, 3, 0.05)

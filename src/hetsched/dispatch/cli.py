@@ -116,7 +116,8 @@ def _finish(out: dict) -> None:
 def demo_cmd(
     policy: str = typer.Option("lpas-dg", "--policy", help="fcfs, gcmu, lpas-dg or lpas-dg-robust."),
     workers: str = typer.Option("4", "--workers", help="Emulated heterogeneous workers, 1..256 (rates of System 3.A groups)."),
-    tasks: str = typer.Option("200", "--tasks", help="Tasks to run (Poisson arrivals), 1..1,000,000."),
+    tasks: str = typer.Option("200", "--tasks", help="Tasks to run (Poisson arrivals), 1..1,000,000, "
+                                                  "within a run-time budget of 600 s (about 100 tasks/s)."),
     kill: str = typer.Option("0", "--kill", help="Worker processes to SIGKILL during the run."),
     seed: str = typer.Option("2009", "--seed", help="Seed of arrivals, work and kill choices (0..2^63-1)."),
     load: str = typer.Option("0.7", "--load", help="Offered load 1/lambda*, in (0, 1)."),
@@ -132,7 +133,7 @@ def demo_cmd(
     Exit status 1 (with the count) if tasks are left unfinished — they stay in the journal.
     """
     from ..errors import ModelError
-    from .emulate import check_demo_args, run_demo
+    from .emulate import check_demo_args, check_demo_budget, run_demo
 
     w, n, k, sd = (_int_opt("--workers", workers), _int_opt("--tasks", tasks), _int_opt("--kill", kill),
                    _int_opt("--seed", seed))
@@ -143,6 +144,7 @@ def demo_cmd(
         raise ModelError(f"--prefetch: expected seconds >= 0, got {prefetch!r}")
     if ww <= 0:
         raise ModelError(f"--worker-wait: expected seconds > 0, got {worker_wait!r}")
+    check_demo_budget(n, rt, pf)
     cb, stop = _progress_view(not json_out and stdout_is_tty())
     try:
         out = run_demo(policy, w, n, k, seed=sd, load=ld, rate=rt, scheduler=scheduler,
@@ -172,7 +174,8 @@ def demo_cmd(
 @guard
 def bench_cmd(
     workers: str = typer.Option("4", "--workers", help="Workers of the LocalCluster (1..256)."),
-    tasks: str = typer.Option("5000", "--tasks", help="Empty tasks per run (1..1,000,000)."),
+    tasks: str = typer.Option("5000", "--tasks", help="Empty tasks per run (1..1,000,000; the "
+                                                   "whole bench within an estimated 1,800 s)."),
     processes: bool = typer.Option(False, "--processes", help="Worker processes instead of threads."),
     prefetch: str = typer.Option("0.05", "--prefetch", help="Seconds of work each worker keeps decided ahead."),
     policy: str = typer.Option("gcmu", "--policy", help="fcfs, gcmu, lpas-dg or lpas-dg-robust."),
@@ -190,6 +193,11 @@ def bench_cmd(
         raise ModelError(f"--prefetch: expected seconds >= 0, got {prefetch!r}")
     if not 1 <= r <= 20:
         raise ModelError(f"--repeats: must lie in [1, 20], got {repeats!r}")
+    from .emulate import MAX_TASKS, check_bench_budget
+
+    if not 1 <= n <= MAX_TASKS:  # the cap first (its message), then the run-time budget
+        raise ModelError(f"--tasks: must lie in [1, {MAX_TASKS:,}], got {tasks!r}")
+    check_bench_budget(n, r, pf)
     out = run_bench(w, n, processes=processes, prefetch=pf, policy=policy, journal=journal, repeats=r)
     if json_out:
         emit_json(out)

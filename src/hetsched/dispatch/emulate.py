@@ -201,6 +201,54 @@ def _safe_pid(nanny):
 MAX_TASKS = 1_000_000   # demo/bench tasks per run (memory and run time stay small)
 MAX_RATE = 100_000.0    # demo arrivals per second
 
+# Run-time budgets (docs/input-validation.md): a demo or bench whose estimated time exceeds its budget is
+# refused up front with the estimate, instead of running for hours. The estimate assumes these throughputs,
+# measured on the 2-core shared host (load 7-8): pure pull 94 tasks/s (`dispatch bench --workers 4 --tasks 2000
+# --prefetch 0`) and 110 tasks/s (`dispatch demo --tasks 2000 --rate 1000`: 2,000 tasks in 18.5 s); with
+# prefetch 1,238 tasks/s here and 239-992 in docs/dispatch.md; the plain client.submit loop 86-328 tasks/s.
+PULL_TASKS_PER_SECOND = 100.0
+PREFETCH_TASKS_PER_SECOND = 500.0
+PLAIN_TASKS_PER_SECOND = 100.0
+DEMO_BUDGET_SECONDS = 600.0     # a demonstration: ten minutes (60,000 tasks at the default --rate 100)
+BENCH_BUDGET_SECONDS = 1800.0   # half an hour: 20,000 tasks x 3 repeats (issue 17) is about 720 s
+
+
+def demo_seconds(tasks: int, rate: float, prefetch: float = 0.0) -> float:
+    """Estimated duration of ``dispatch demo``: the tasks arrive at ``rate`` per second and are dispatched at
+    most at the measured throughput (pure pull, or with prefetch)."""
+    thr = PREFETCH_TASKS_PER_SECOND if prefetch > 0 else PULL_TASKS_PER_SECOND
+    return tasks / min(rate, thr)
+
+
+def check_demo_budget(tasks: int, rate: float, prefetch: float = 0.0) -> None:
+    """Refuse a demo estimated to run longer than :data:`DEMO_BUDGET_SECONDS` (one line with the estimate)."""
+    est = demo_seconds(tasks, rate, prefetch)
+    if est > DEMO_BUDGET_SECONDS:
+        thr = min(rate, PREFETCH_TASKS_PER_SECOND if prefetch > 0 else PULL_TASKS_PER_SECOND)
+        raise ModelError(
+            f"--tasks: {tasks:,} tasks at about {thr:g} per second (--rate {rate:g}, "
+            f"{'prefetch' if prefetch > 0 else 'pure pull'}) take about {est:,.0f} s, over the demo's budget of "
+            f"{DEMO_BUDGET_SECONDS:.0f} s; give at most {int(DEMO_BUDGET_SECONDS * thr):,} tasks "
+            "(limits: docs/input-validation.md)")
+
+
+def bench_seconds(tasks: int, repeats: int, prefetch: float) -> float:
+    """Estimated duration of ``dispatch bench``: a warm-up of both paths, then ``repeats`` runs of each."""
+    thr = PREFETCH_TASKS_PER_SECOND if prefetch > 0 else PULL_TASKS_PER_SECOND
+    per_round = tasks / thr + tasks / PLAIN_TASKS_PER_SECOND
+    return min(tasks, 200) / thr + min(tasks, 200) / PLAIN_TASKS_PER_SECOND + repeats * per_round
+
+
+def check_bench_budget(tasks: int, repeats: int, prefetch: float) -> None:
+    """Refuse a bench estimated to run longer than :data:`BENCH_BUDGET_SECONDS` (one line with the estimate)."""
+    est = bench_seconds(tasks, repeats, prefetch)
+    if est > BENCH_BUDGET_SECONDS:
+        raise ModelError(
+            f"--tasks: {tasks:,} tasks x {repeats} repeats take about {est:,.0f} s (dispatcher about "
+            f"{PREFETCH_TASKS_PER_SECOND if prefetch > 0 else PULL_TASKS_PER_SECOND:g} tasks/s, plain loop about "
+            f"{PLAIN_TASKS_PER_SECOND:g}), over the bench's budget of {BENCH_BUDGET_SECONDS:.0f} s; lower --tasks "
+            "or --repeats (limits: docs/input-validation.md)")
+
 
 def check_demo_args(policy: str, workers: int, tasks: int, kill: int, seed: int, load: float, rate: float,
                     scheduler: str | None = None) -> None:

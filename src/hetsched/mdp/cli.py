@@ -120,6 +120,44 @@ def _choice(option: str, v: str, allowed) -> str:
     return v
 
 
+def policy_verdicts(stab: dict) -> dict:
+    """Which policies are stable, from :func:`~hetsched.mdp.stability.coalloc_stability`'s verdict.
+
+    ``local``: Local (never co-allocate), exact (its QBD capacity and ``rho2 < 1``).
+    ``some``: whether at least one policy is stable (``True`` when Local is, ``False``
+    beyond the fluid bound, ``None`` in between: not established).
+    ``optimal``: the printed policy on the untruncated system (``False`` when no
+    policy is stable, else ``None``: the solver does not establish it; simulate
+    it with ``hetsched.sim.coalloc`` policy ``table``).
+    """
+    local = bool(stab["rho2"] < 1 and stab["rho1"] < stab["local_capacity_rho1"])
+    some = True if local else (False if stab["stable"] is False else None)
+    return {"local": local, "some": some, "optimal": False if some is False else None}
+
+
+def policies_text(stab: dict) -> str:
+    """One line for the text output: the verdict of each kind of policy."""
+    pv = stab["policies"]
+    word = {True: "stable", False: "unstable", None: "not established"}
+    some = {True: "yes (Local)", False: "no (fluid bound)", None: "not established"}[pv["some"]]
+    return (f"Local {word[pv['local']]} (rho1 = {stab['rho1']:.4g}, its capacity {stab['local_capacity_rho1']:.4g}, "
+            f"rho2 = {stab['rho2']:.4g}); some policy stable: {some}; the optimal policy below: "
+            f"{word[pv['optimal']]} on unbounded queues")
+
+
+def overload_message(stab: dict, rho, rho1, rho2) -> str:
+    """The refusal of a load no policy can carry: the option, its value and the bound."""
+    r1, r2, cap = stab["rho1"], stab["rho2"], stab["fluid_max_rho1"]
+    if r2 >= 1:
+        opt, val = ("--rho", rho) if rho is not None else ("--rho2", rho2)
+        bound = "fluid bound: rho2 < 1, cluster 2 alone is overloaded under every policy"
+    else:
+        opt, val = ("--rho", rho) if rho is not None else ("--rho1", rho1)
+        bound = (f"fluid bound: rho1 < {cap:.4g} at rho2 = {r2:.4g}, co-allocating as much as cluster 2 allows")
+    return (f"{opt}: {val:g} is at or above the capacity of every policy ({bound}); "
+            "pass --allow-overload to solve the truncated model anyway")
+
+
 @mdp_app.command("coalloc")
 @guard
 def coalloc_cmd(
@@ -143,12 +181,20 @@ def coalloc_cmd(
     export: Optional[Path] = typer.Option(None, "--export", help="Also write the MDP as pymdptoolbox arrays "
                                                                  "(.npz: P, R, discount; see docs/mdp.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the --export file if it exists."),
+    allow_overload: bool = typer.Option(False, "--allow-overload",
+                                        help="Solve the truncated model even for loads no policy can carry "
+                                             "(e.g. --rho >= 1; refused otherwise)."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Optimal co-allocation policy (seed 000, §5): tables for x1=0 and x1=1 with margins.
 
-    Loads that no policy can carry (e.g. --rho >= 1) are still solved on the
-    truncated model, with a warning line on stderr and "stable": false in JSON.
+    Loads that no policy can carry (rho2 >= 1, or rho1 at or above the fluid
+    bound; e.g. --rho >= 1) are refused with exit 2, naming the option, the value
+    and the bound. With --allow-overload they are solved on the truncated model
+    anyway, with a warning line on stderr and "stable": false in JSON. Loads
+    between Local's exact capacity and the fluid bound are solved; the output
+    says which policies are stable there (Local is not; whether the optimal one
+    is, is not established).
     """
     from ..errors import ModelError
     from .coalloc import CoallocParams, solve_coalloc
@@ -194,6 +240,9 @@ def coalloc_cmd(
         raise ModelError(f"--rho/--mu: {hi} = {pos[hi]:.4g} and {lo} = {pos[lo]:.4g} differ by more than "
                          f"{MAX_RATE_RATIO:.0e}; value iteration would not converge in a run's time")
     stab = coalloc_stability(prm)
+    stab["policies"] = policy_verdicts(stab)
+    if stab["stable"] is False and not allow_overload:
+        raise ModelError(overload_message(stab, rho, rho1, rho2))
     if export is not None:   # check the target before the solve
         from .export import check_export_path
 
@@ -213,6 +262,7 @@ def coalloc_cmd(
         _emit_compact(d)
     else:
         typer.echo(f"stability: {stab['message']}")
+        typer.echo(f"policies: {policies_text(stab)}")
         typer.echo(format_tables(sol))
         if export is not None:
             typer.echo(f"wrote {export} (pymdptoolbox arrays; hetsched.mdp.export.load_mdptoolbox)")

@@ -7,21 +7,56 @@ from typing import Optional
 
 import typer
 
-from .._cliutil import emit_json, guard, positive_float
+from .._cliutil import MAX_HORIZON, bounded_int, emit_json, finite_float, guard, positive_float, seed_int
 
 muscle_app = typer.Typer(help="MUSCLE multicluster scheduling of moldable jobs (seed 002).", no_args_is_help=True)
 
 
-def _parse_tuple(text: str, cast, name: str):
+#: at most this many clusters and processors per cluster: a round builds a composition table with one row per
+#: processor count up to the largest cluster, so the time grows with it (4,000 jobs on sizes 10000,16,12,10:
+#: 166 s and 0.6 GB, `/usr/bin/time hetsched muscle run --sizes 10000,16,12,10`, against 6.7 s on Table 1's;
+#: 100,000 did not finish 200 jobs in 60 s)
+MAX_CLUSTERS = 1_000
+MAX_CLUSTER_SIZE = 10_000
+MAX_RATE = 1e6
+
+
+def _parse_list(text: str, name: str, kind: str) -> tuple:
+    """``--sizes`` (integers in [1, MAX_CLUSTER_SIZE]) or ``--rates`` (finite, > 0): every item checked, named
+    ``--sizes[j]``; empty items are refused (a stray comma is more likely a typo than a wish)."""
+    from .._cliutil import check_float, check_int
     from ..errors import ModelError
 
-    try:
-        return tuple(cast(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise ModelError(f"{name}: expected comma-separated numbers, got {text!r}") from None
+    items = str(text).split(",")
+    if len(items) > MAX_CLUSTERS:
+        raise ModelError(f"{name}: at most {MAX_CLUSTERS:,} clusters, got {len(items):,} values")
+    out = []
+    for j, v in enumerate(items):
+        if not v.strip():
+            raise ModelError(f"{name}: value {j + 1} of {text[:200]!r} is empty; expected comma-separated "
+                             f"{'integers' if kind == 'int' else 'numbers'}, e.g. "
+                             f"{'20,16,12,10' if kind == 'int' else '1.0,1.2,1.4,1.6'}")
+        if kind == "int":
+            out.append(check_int(v, f"{name}[{j}]", 1, MAX_CLUSTER_SIZE))
+        else:
+            out.append(check_float(v, f"{name}[{j}]", 0.0, MAX_RATE, lo_open=True))
+    return tuple(out)
 
 
-MAX_GENERATED_JOBS = 5_000_000  # ~1 GB of schedule state; more is refused before allocating
+def _system(sizes: str, rates: str):
+    """The multicluster of ``--sizes`` and ``--rates``; a length mismatch names both options and lengths."""
+    from ..errors import ModelError
+    from . import MultiCluster
+
+    sz, rt = _parse_list(sizes, "--sizes", "int"), _parse_list(rates, "--rates", "float")
+    if len(sz) != len(rt):
+        raise ModelError(f"--sizes/--rates: --sizes gives {len(sz)} cluster(s) but --rates {len(rt)} rate(s); "
+                         "give one service rate per cluster")
+    return MultiCluster(sz, rt)
+
+
+MAX_GENERATED_JOBS = 5_000_000  # ~1 GB of schedule state; more is refused before allocating; also caps --level
+MAX_LOAD = 100.0  # offered utilisation of a generated workload: 100 x the capacity is overload enough
 
 
 def _progress_bar():
@@ -43,19 +78,24 @@ def run_cmd(
     policy: str = typer.Option("muscle", "--policy", help="wrand, dll or muscle."),
     jobs: Optional[int] = typer.Option(None, "--jobs", help="Number of jobs (generated; default 4000) or max jobs "
                                        "read from the log (default: all)."),
-    level: int = typer.Option(0, "--level", help="Jobs per round (batch trigger; required) or cap per round (backlog; 0 = none)."),
-    load: float = typer.Option(0.8, "--load", help="Offered utilisation of the generated workload."),
+    level: int = typer.Option(0, "--level", callback=bounded_int(0, MAX_GENERATED_JOBS),
+                              help="Jobs per round (batch trigger; required) or cap per round (backlog; 0 = none)."),
+    load: float = typer.Option(0.8, "--load", callback=positive_float(MAX_LOAD),
+                               help="Offered utilisation of the generated workload, in (0, 100]."),
     sizes: str = typer.Option("20,16,12,10", "--sizes", help="Cluster sizes (Table 1 by default)."),
     rates: str = typer.Option("1.0,1.2,1.4,1.6", "--rates", help="Service rates per cluster."),
-    max_s: int = typer.Option(10, "--max-s", help="MAX_S of the generated workload."),
+    max_s: int = typer.Option(10, "--max-s", callback=bounded_int(1, MAX_CLUSTER_SIZE),
+                              help="MAX_S of the generated workload."),
     phi: float = typer.Option(0.05, "--phi", callback=positive_float(1e3), help="Scalability factor of Eq. 3."),
     swf: Optional[Path] = typer.Option(None, "--swf", help="Read jobs from an SWF log (.swf or .swf.gz)."),
     skip_malformed: bool = typer.Option(False, "--skip-malformed", help="Skip (and count) malformed SWF lines "
                                         "instead of stopping at the first."),
     no_ga: bool = typer.Option(False, "--no-ga", help="Keep the seed schedules (no TITAN GA)."),
     trigger: str = typer.Option("backlog", "--trigger", help="backlog (Algorithm 2 step 1) or batch (a round every LEVEL jobs)."),
-    tau: Optional[float] = typer.Option(None, "--tau", help="Backlog threshold (default: mean execution time)."),
-    seed: int = typer.Option(0, "--seed", help="Seed (workload and scheduler streams), >= 0."),
+    tau: Optional[float] = typer.Option(None, "--tau", callback=finite_float(0.0, MAX_HORIZON),
+                                        help="Backlog threshold (default: mean execution time)."),
+    seed: int = typer.Option(0, "--seed", callback=seed_int(), help="Seed (workload and scheduler streams), "
+                             "0..2^63-1."),
     records: Optional[Path] = typer.Option(None, "--records", help="Write per-job records (job, cluster, processors, "
                                            "start, end, deadline met) to this Parquet file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -88,7 +128,7 @@ def run_cmd(
             raise ModelError(f"--records: directory {parent} does not exist")
         if not os.access(parent, os.W_OK):
             raise ModelError(f"--records: directory {parent} is not writable")
-    system = MultiCluster(_parse_tuple(sizes, int, "--sizes"), _parse_tuple(rates, float, "--rates"))
+    system = _system(sizes, rates)
     wseed, sseed = np.random.SeedSequence(seed).spawn(2)
     if swf is not None:
         wl = workload_from_swf(swf, system, max_jobs=jobs, seed=int(wseed.generate_state(1)[0]),
