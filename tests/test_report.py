@@ -152,7 +152,10 @@ def test_force_replaces_only_the_results(tmp_path):
 def test_ctrl_c_writes_partial_results_and_exits_130(tmp_path):
     """SIGINT to the whole process group (as a terminal sends it): exit 130 within seconds."""
     p = subprocess.Popen(HETSCHED + ["reproduce", "thesis-table-2.1", "--outdir", str(tmp_path), "--workers", "2"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         # as from a terminal: a test run started in the background of a non-interactive shell
+                         # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     out_dir = tmp_path / "thesis-table-2.1"
     deadline = time.time() + 120
     while not out_dir.exists() and time.time() < deadline and p.poll() is None:
