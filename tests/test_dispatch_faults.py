@@ -361,11 +361,11 @@ def test_file_size_limit_refuses_new_tasks_keeps_the_journal(tmp_path):
 
 
 # --------------------------------------------------------------------- dispatcher kills (CLI)
-def _taskfile(tmp_path, n):
+def _taskfile(tmp_path, n, sleep=0.01):
     lines = ['policy = "fcfs"', "time_unit = 0.05", "[classes]", 'names = ["x"]', "[workers]", '"0" = [1.0]',
              '"1" = [1.0]']
     for k in range(n):
-        lines += ["[[tasks]]", 'class = "x"', f'command = "sleep 0.01; echo {k}"']
+        lines += ["[[tasks]]", 'class = "x"', f'command = "sleep {sleep}; echo {k}"']
     tf = tmp_path / "tasks.toml"
     tf.write_text("\n".join(lines) + "\n")
     return tf
@@ -394,7 +394,8 @@ def _kill_when(proc, db, done_at, cls, limit=90.0):
 
 def test_dispatcher_sigkilled_at_random_points_resumes_exactly_once(tmp_path):
     n = 120
-    tf = _taskfile(tmp_path, n)
+    # tasks of 50 ms: on a quiet machine 10-ms tasks finished the whole file between two polls of the journal
+    tf = _taskfile(tmp_path, n, sleep=0.05)
     db = tmp_path / "run.db"
     rng = np.random.default_rng(1515)
     points = sorted(int(x) for x in rng.integers(0, n - 10, size=3))  # kill after 'done' reaches each point
