@@ -146,6 +146,8 @@ def run_cmd(
             typer.echo(f"note: {wl.meta['clipped']} job(s) ask for more processors than the largest cluster "
                        f"({system.m_max}); they run clipped to {system.m_max}", err=True)
     else:
+        if max_s > system.m_max:  # named by the option here (the workload layer names its field max_s)
+            raise ModelError(f"--max-s: {max_s} exceeds the largest cluster of --sizes ({system.m_max} computers)")
         wl = generate_workload(WorkloadParams(n_jobs=jobs or 4000, max_s=max_s, load=load), system, seed=wseed)
         offered = load
     bar = _progress_bar() if len(wl) >= 2000 else None
