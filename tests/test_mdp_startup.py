@@ -26,6 +26,16 @@ def test_package_import_loads_no_numba_scipy_and_names_resolve():
     assert out.stdout.split("\n")[0] == "[] [] False"
 
 
+def test_cli_and_model_packages_load_no_numba_until_used():
+    """The CLI (every command's start-up) and the srn/muscle packages import nothing heavy; their names resolve."""
+    code = ("import sys, hetsched.cli, hetsched.srn as s, hetsched.muscle as mu\n"
+            "heavy = [k for k in ('numba', 'scipy') if k in sys.modules]\n"
+            "missing = [n for m in (s, mu) for n in m.__all__ if getattr(m, n, None) is None]\n"
+            "print(heavy, missing, callable(s.solve), callable(mu.simulate))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split("\n")[0] == "[] [] True True"
+
+
 def test_coalloc_json_is_one_line_with_the_library_tables():
     out = subprocess.run([sys.executable, "-m", "hetsched.cli", "mdp", "coalloc", "--delta", "6", "--rho", "0.7",
                           "--json"], capture_output=True, text=True, check=True, timeout=300)

@@ -12,12 +12,35 @@ Modules: :mod:`.workload` (system, generator, Eq. 3-5), :mod:`.swf` (SWF logs th
 :mod:`.scheduler` (online rounds, policies), :mod:`.metrics` (CP, MCP, LBF).
 """
 
-from .composition import CompositionTable
-from .metrics import CPWeights, comprehensive_performance, mcp_lbf
-from .scheduler import POLICIES, SimResult, check_schedule, load_for_level, schedule_violations, simulate
-from .swf import offered_load, workload_from_swf
-from .titan import GAOptions, GAResult, decode_schedule, titan_improve
-from .workload import TABLE1, MultiCluster, Workload, WorkloadParams, generate_workload, moldable_time
+from __future__ import annotations
+
+# Names load their module on first use: importing ``hetsched.muscle`` (e.g. by the CLI for
+# an unrelated command) loads no numba.
+_LAZY = {
+    "CompositionTable": "composition",
+    **{name: "metrics" for name in ("CPWeights", "comprehensive_performance", "mcp_lbf")},
+    **{name: "scheduler" for name in ("POLICIES", "SimResult", "check_schedule", "load_for_level",
+                                      "schedule_violations", "simulate")},
+    **{name: "swf" for name in ("offered_load", "workload_from_swf")},
+    **{name: "titan" for name in ("GAOptions", "GAResult", "decode_schedule", "titan_improve")},
+    **{name: "workload" for name in ("TABLE1", "MultiCluster", "Workload", "WorkloadParams", "generate_workload",
+                                     "moldable_time")},
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "CompositionTable", "CPWeights", "comprehensive_performance", "mcp_lbf", "POLICIES", "SimResult",
