@@ -14,7 +14,7 @@ hetsched`` is fast and loads neither numba nor the solvers.
 
 from __future__ import annotations
 
-import importlib
+from ._lazy import lazy_names
 
 try:
     from importlib.metadata import PackageNotFoundError, version as _version
@@ -61,17 +61,4 @@ _SUBMODULES = ("sim", "mdp", "srn", "lp", "scenarios", "muscle", "dispatch", "ex
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str):
-    target = _LAZY.get(name)
-    if target is not None:
-        mod, _, attr = target.partition(":")
-        value = getattr(importlib.import_module(f"{__name__}.{mod}"), attr)
-        globals()[name] = value  # resolve once
-        return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)

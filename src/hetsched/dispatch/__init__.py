@@ -8,16 +8,10 @@ LPAS_DG / LPAS_DG robust with the simulator's selection code), its SQLite
 
 from __future__ import annotations
 
+from .._lazy import lazy_names
+
 __all__ = ["Dispatcher", "DispatchResult", "Emulation", "Journal"]
 
 
-def __getattr__(name):
-    if name in ("Dispatcher", "DispatchResult", "Emulation"):
-        from . import dispatcher
-
-        return getattr(dispatcher, name)
-    if name == "Journal":
-        from .journal import Journal
-
-        return Journal
-    raise AttributeError(name)
+__getattr__, __dir__ = lazy_names(__name__, globals(), {"Dispatcher": "dispatcher", "DispatchResult": "dispatcher",
+                                                      "Emulation": "dispatcher", "Journal": "journal"})

@@ -9,6 +9,8 @@
   Filippopoulos and Karatza (``shared/papers/seed-000``) built on it.
 """
 
+from .._lazy import lazy_names
+
 # The names below are loaded on first access (PEP 562), not at import: ``hetsched``'s command
 # line imports this package to register ``mdp``, and numba + scipy cost ~0.4 s of every command.
 _LAZY = {
@@ -22,19 +24,7 @@ _LAZY = {
         "to_mdptoolbox", "value_iteration")},
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 
 __all__ = [

@@ -14,6 +14,8 @@ Modules: :mod:`.workload` (system, generator, Eq. 3-5), :mod:`.swf` (SWF logs th
 
 from __future__ import annotations
 
+from .._lazy import lazy_names
+
 # Names load their module on first use: importing ``hetsched.muscle`` (e.g. by the CLI for
 # an unrelated command) loads no numba.
 _LAZY = {
@@ -27,19 +29,7 @@ _LAZY = {
                                      "moldable_time")},
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 
 __all__ = [

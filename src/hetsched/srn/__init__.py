@@ -12,6 +12,8 @@ See ``docs/srn.md``; the grid gang-scheduling model (Ro & Cao) is
 
 from __future__ import annotations
 
+from .._lazy import lazy_names
+
 # Names load their module on first use: importing ``hetsched.srn`` (e.g. by the
 # CLI for an unrelated command) loads neither numba nor scipy.
 _LAZY = {
@@ -21,24 +23,7 @@ _LAZY = {
     **{name: "solve" for name in ("SteadyState", "expect", "steady_state", "transient")},
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-        import inspect
-
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        if inspect.ismodule(globals().get("solve")):
-            # importing the submodule ``solve`` bound the package's ``solve`` to it: the public
-            # ``solve`` is analysis.solve (as with the former eager imports)
-            del globals()["solve"]
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 
 __all__ = [

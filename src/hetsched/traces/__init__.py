@@ -14,7 +14,7 @@ imports :mod:`.cli`, does not pay for pandas at start-up.
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_names
 
 _EXPORTS = {
     "read_swf": "swf", "read_swf_header": "swf", "with_na": "swf", "SWF_FIELDS": "swf", "SWF_COLUMNS": "swf",
@@ -27,18 +27,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'hetsched.traces' has no attribute {name!r}")
-    module = importlib.import_module(f"{__name__}.{mod}")
-    value = getattr(module, name)
-    globals()[name] = value
-    # importing a submodule binds its name here: the function ``workload`` must win over the module
-    if mod in _EXPORTS and _EXPORTS[mod] == mod:
-        globals()[mod] = getattr(module, mod)
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_names(__name__, globals(), _EXPORTS)

@@ -43,6 +43,7 @@ plain Python; the compiled modules load on first use), so the command line
 and ``import hetsched`` stay light.
 """
 
+from ..._lazy import lazy_names
 from .result import STATUS_OK, STATUS_UNSTABLE, SimResult, from_replications, per_class_entry
 from .seeds import DEFAULT_SEED, seed_sequence
 
@@ -53,9 +54,4 @@ _LAZY = {"NSEG": "instability", "default_bound": "instability", "trend_unstable"
          "verdict": "instability", "make_streams": "rng"}
 
 
-def __getattr__(name):  # the compiled pieces load numba: import them on first use
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)  # the compiled pieces load numba: on first use

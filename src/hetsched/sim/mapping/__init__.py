@@ -31,6 +31,8 @@ Policies: :mod:`.policies` (built-in registry, ties, user-written policies
 with :func:`mapping_policy`).
 """
 
+from ..._lazy import lazy_names
+
 __all__ = ["simulate", "plan", "prepare", "replication", "summarize", "ect_weights", "integer_weights", "instability_rule",
            "default_bound", "warm_up_kernels", "simulate_cli", "mapping_policy", "MappingPolicy", "POLICIES",
            "TIE_RULES", "DEFAULT_TIE", "get_policy"]
@@ -43,13 +45,4 @@ _WHERE = {"prepare": "model", "ect_weights": "model", "integer_weights": "model"
           "TIE_RULES": "policies", "DEFAULT_TIE": "policies", "get_policy": "policies"}
 
 
-def __getattr__(name):
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _WHERE)
