@@ -27,21 +27,4 @@ _LAZY = {
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 
-__all__ = [
-    "CTMDP",
-    "MDPResult",
-    "build_ctmdp",
-    "value_iteration",
-    "policy_iteration",
-    "modified_policy_iteration",
-    "relative_value_iteration",
-    "average_policy_iteration",
-    "evaluate_policy",
-    "stationary_distribution",
-    "to_mdptoolbox",
-    "from_mdptoolbox",
-    "CoallocParams",
-    "CoallocSolution",
-    "build_coalloc",
-    "solve_coalloc",
-]
+__all__ = list(_LAZY)
