@@ -125,7 +125,7 @@ def _point_row(fig: dict[str, Any], xval: float, name: str, r, st: dict[str, Any
         "cost": None if r.unstable else r.mean, "ci_low": None if r.unstable else r.ci[0],
         "ci_high": None if r.unstable else r.ci[1],
         "half_width": None if r.unstable else (r.ci[1] - r.ci[0]) / 2,
-        "stable": r.success, "unstable": r.unstable, "cost_untrusted": r.mean if r.unstable else None,
+        "stable": r.success, "unstable": r.unstable, "cost_untrusted": r.mean_untrusted if r.unstable else None,
         "reason": r.message, "local_capacity_rho1": r.extra.get("local_capacity_rho1"),
         "local_stable_exact": r.extra.get("local_stable_exact"), "reps": r.reps,
         "completions": st["completions"], "coallocations_per_rep": r.coallocations_per_rep,

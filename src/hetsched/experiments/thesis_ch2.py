@@ -41,7 +41,7 @@ def _sizes(opts: RunOptions, sids, n_policies: int) -> tuple[int, float]:
 
 def _cell(res) -> str:
     if res.unstable:
-        return f"unstable ({res.mean:.4g}?)"
+        return f"unstable ({res.mean_untrusted:.4g}?)"
     return f"{res.ci[0]:.4g} - {res.ci[1]:.4g}"
 
 
@@ -55,7 +55,7 @@ def _row(system_id: str, heuristic: str, res, k: int | None = None, **more: Any)
         "ci_high": None if res.unstable else res.ci[1],
         "rel_half_width": None if res.unstable else res.rel_half_width,
         "unstable": res.unstable,
-        "Qbar_untrusted": res.mean if res.unstable else None,
+        "Qbar_untrusted": res.mean_untrusted if res.unstable else None,
         "Ns": res.contacted,
         "reps": res.reps,
         "horizon": res.horizon,

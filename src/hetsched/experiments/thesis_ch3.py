@@ -60,11 +60,18 @@ class _Cells:
         return _summary(self.cells[key].result)
 
 
+def _pc_mean(pc: dict) -> float:
+    v = pc.get("mean")
+    if v is None:
+        v = pc.get("mean_untrusted")
+    return float("nan") if v is None else v
+
+
 def _summary(res) -> dict:
     nan = float("nan")
-    return {"policy": res.policy, "mean": res.mean, "accuracy": res.rel_half_width, "unstable": res.unstable,
+    return {"policy": res.policy, "mean": res.mean_untrusted if res.unstable else res.mean, "accuracy": res.rel_half_width, "unstable": res.unstable,
             "reps": res.reps, "message": res.message,
-            "per_class": [{"class": pc["class"], "mean": nan if pc.get("mean") is None else pc["mean"]}
+            "per_class": [{"class": pc["class"], "mean": _pc_mean(pc)}
                           for pc in res.per_class]}
 
 

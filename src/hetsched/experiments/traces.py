@@ -121,7 +121,7 @@ def run(opts: RunOptions) -> ExperimentResult:
                     "W": None if res.unstable else res.mean,
                     "ci_low": None if res.unstable else res.ci[0], "ci_high": None if res.unstable else res.ci[1],
                     "rel_half_width": None if res.unstable else res.rel_half_width,
-                    "unstable": res.unstable, "W_untrusted": res.mean if res.unstable else None,
+                    "unstable": res.unstable, "W_untrusted": res.mean_untrusted if res.unstable else None,
                     "policy_load": res.policy_load, "Ns": res.contacted,
                     "per_class_W": [pc.get("W") for pc in res.per_class],
                     "events": res.events, "wall_seconds": res.wall_seconds,

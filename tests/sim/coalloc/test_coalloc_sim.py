@@ -106,9 +106,9 @@ def test_results_do_not_depend_on_workers() -> None:
     prm = SimParams(lam1=0.9, lam2=0.7)
     a = simulate_coalloc(prm, "heuristic", reps=4, completions=5_000, seed=9, workers=1)
     b = simulate_coalloc(prm, "heuristic", reps=4, completions=5_000, seed=9, workers=2)
-    assert a.to_frame()["cost"].tolist() == b.to_frame()["cost"].tolist()
+    assert a.replications_frame()["cost"].tolist() == b.replications_frame()["cost"].tolist()
     c = simulate_coalloc(prm, "heuristic", reps=4, completions=5_000, seed=10, workers=1)
-    assert a.to_frame()["cost"].tolist() != c.to_frame()["cost"].tolist()
+    assert a.replications_frame()["cost"].tolist() != c.replications_frame()["cost"].tolist()
 
 
 def test_always_coallocating_conserves_work() -> None:

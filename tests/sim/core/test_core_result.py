@@ -42,8 +42,11 @@ def test_unstable_has_no_number():
 
 def test_frame_and_repr():
     r = make()
-    f = r.to_frame()
+    f = r.replications_frame()
     assert list(f["Q"]) == [1.0, 2.0, 3.0] and "Q_class_2" in f and "segments_10" in f
+    long = r.to_frame()  # tidy: the metric, then one row per class, each with its CI
+    assert list(long["measure"]) == ["Q", "Q", "Q"] and long["value"].tolist() == [2.0, 1.0, 1.0]
+    assert long["class"].isna().tolist() == [True, False, False] and long["class"].dropna().tolist() == [1, 2]
     text = repr(r)
     assert text.count("\n") <= 4 and "[" in text and "0, 1, 2" not in text
     assert "<table>" in r._repr_html_()

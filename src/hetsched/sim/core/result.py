@@ -9,9 +9,10 @@ return it and never print; the command line renders :meth:`SimResult.as_dict`
 
 ``status``: ``0`` the estimate is trustworthy; ``1`` the configuration is
 **unstable** (bound or trend rule of :mod:`.instability`, or the allocation LP
-says no policy can stabilise it): ``mean`` is then not an estimate of
-anything, :meth:`as_dict` gives ``mean: null`` and keeps the run's value as
-``mean_untrusted``. ``success`` is ``status == 0``.
+says no policy can stabilise it): the run's number is not an estimate of
+anything, so ``mean`` is NaN (``null`` in :meth:`as_dict`) and the number is
+kept as ``mean_untrusted``. ``success`` is ``status == 0``. The class follows
+the project's result protocol (:mod:`hetsched.results`).
 
 ``per_class`` is a list of dicts, one per class: ``class`` (1-based),
 ``mean`` and ``ci`` of the metric for that class, and other per-class
@@ -29,37 +30,24 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...results import OK, UNSTABLE, Result, fmt as _fmt, jsonable as _jsonable, num as _num
+
 __all__ = ["SimResult", "STATUS_OK", "STATUS_UNSTABLE", "STATUS_MESSAGES", "per_class_entry", "estimate",
            "from_replications"]
 
-STATUS_OK, STATUS_UNSTABLE = 0, 1
+STATUS_OK, STATUS_UNSTABLE = OK, UNSTABLE
 STATUS_MESSAGES = {STATUS_OK: "ok", STATUS_UNSTABLE: "unstable"}
 METRICS = {"Q": "time-average number in system", "W": "mean completion time", "cost": "long-run average cost"}
 
 
-def _num(x):
-    """JSON-friendly scalar: numpy scalars to Python, NaN/inf to None."""
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        x = float(x)
-        return x if math.isfinite(x) else None
-    return x
 
 
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    return _num(x)
-
-
-@dataclass
-class SimResult:
+@dataclass(repr=False)
+class SimResult(Result):
     """Replicated estimate of one simulated model under one policy (see module docstring)."""
+
+    STATUS = {STATUS_OK: "ok: the estimate is trustworthy",
+              STATUS_UNSTABLE: "unstable: the queues grow, the run's numbers estimate nothing"}
 
     status: int
     message: str
@@ -81,12 +69,29 @@ class SimResult:
     replications: list[dict] = field(default_factory=list, repr=False)
     #: per-task records (a DataFrame, ``records=True``; issue 13), else None; never in :meth:`as_dict`
     records: Any = field(default=None, repr=False)
+    #: the run's number when the configuration is unstable (``mean`` is then NaN), else NaN
+    mean_untrusted: float = float("nan")
+
+    def __post_init__(self) -> None:
+        self.set_estimate(self.mean, self.ci, self.rel_half_width)
+
+    def set_estimate(self, mean: float, ci, rel_half_width: float) -> None:
+        """Store an estimate; for an unstable run it goes to ``mean_untrusted`` and ``mean``/``ci`` are NaN."""
+        if self.status == STATUS_UNSTABLE:
+            if math.isfinite(float(mean)):
+                self.mean_untrusted = float(mean)
+            nan = float("nan")
+            self.mean, self.ci, self.rel_half_width = nan, (nan, nan), nan
+            self.per_class = [_untrusted_class(pc) for pc in self.per_class]
+        else:
+            self.mean, self.ci, self.rel_half_width = float(mean), (float(ci[0]), float(ci[1])), float(rel_half_width)
+
+    @property
+    def seconds(self) -> float:
+        """Wall time of the simulation itself (the protocol's name for ``wall_seconds``)."""
+        return self.wall_seconds
 
     # ------------------------------------------------------------------ derived
-    @property
-    def success(self) -> bool:
-        return self.status == STATUS_OK
-
     @property
     def unstable(self) -> bool:
         return self.status == STATUS_UNSTABLE
@@ -101,8 +106,37 @@ class SimResult:
             raise AttributeError(f"{type(self).__name__} has no field {name!r}") from None
 
     # ------------------------------------------------------------------ views
-    def to_frame(self):
-        """The replications as a pandas DataFrame, one row per replication.
+    def _frame_rows(self):
+        ids = {"model": self.model, "scenario": self.scenario, "policy": self.policy}
+        bad = self.unstable
+        nan = float("nan")
+
+        def row(measure, value, ci, **more):
+            r = {**ids, **more, "measure": measure, "value": nan if bad else value,
+                 "ci_low": nan if bad or not ci else ci[0], "ci_high": nan if bad or not ci else ci[1]}
+            if bad:
+                r["value_untrusted"] = value
+            return r
+
+        yield row(self.metric, self.mean_untrusted if bad else self.mean, None if bad else self.ci)
+        names = self.extra.get("class_names")
+        for pc in self.per_class:
+            c = int(pc["class"])
+            more = {"class": c}
+            if names:
+                more["class_name"] = names[c - 1]
+            for k, v in pc.items():
+                if k in ("class", "ci") or k.endswith("_ci") or isinstance(v, (list, tuple, dict)) or v is None:
+                    continue
+                key = k[: -len("_untrusted")] if k.endswith("_untrusted") else k
+                name = self.metric if key == "mean" else key
+                if key == "mean" and self.metric in pc:
+                    continue  # the same number under the metric's own name
+                ci = pc.get("ci") if key == "mean" else pc.get(f"{key}_ci")
+                yield row(name, v, ci, **more)
+
+    def replications_frame(self):
+        """The replications as a pandas DataFrame, one row per replication (wide).
 
         Scalar fields become columns; per-class lists ``x`` become columns
         ``x_1 .. x_N``; nested structures are left out.
@@ -130,7 +164,7 @@ class SimResult:
             "model": self.model, "scenario": self.scenario, "policy": self.policy, "metric": self.metric,
             "mean": self.mean, "ci": list(self.ci), "rel_half_width": self.rel_half_width,
             "per_class": [dict(pc) for pc in self.per_class], "unstable": self.unstable,
-            "events": int(self.events), "wall_seconds": float(self.wall_seconds),
+            "events": int(self.events), "wall_seconds": float(self.wall_seconds), "seconds": float(self.seconds),
             "status": int(self.status), "success": bool(self.success), "message": self.message,
             "reps": self.reps, "horizon": self.horizon, "seed": self.seed,
         }
@@ -138,14 +172,8 @@ class SimResult:
             d.setdefault(k, v)
         d["options"] = dict(self.options)
         if self.unstable:  # never a number for an unstable configuration
-            d["mean_untrusted"] = self.mean
-            d["mean"] = None
+            d["mean_untrusted"] = self.mean_untrusted
             d["ci"] = [None, None]
-            d["rel_half_width"] = None
-            d["per_class"] = [{"class": pc["class"], "mean": None, "ci": None,
-                               **{f"{k}_untrusted": v for k, v in pc.items()
-                                  if k not in ("class", "ci") and not k.endswith("_ci")}}
-                              for pc in self.per_class]
         return _jsonable(d)
 
     to_json = as_dict  # the name the mapping model used before
@@ -153,9 +181,9 @@ class SimResult:
     def _headline(self) -> str:
         who = f"{self.scenario} under {self.policy}" if self.scenario else self.policy
         if self.unstable:
-            return f"{who}: UNSTABLE ({self.metric} over the run {self.mean:.4g}, untrusted)"
+            return f"{who}: UNSTABLE ({self.metric} over the run {_fmt(self.mean_untrusted)}, untrusted)"
         lo, hi = self.ci
-        return f"{who}: {self.metric} = {self.mean:.4g}, 95% CI [{lo:.4g}, {hi:.4g}]"
+        return f"{who}: {self.metric} = {_fmt(self.mean)}, 95% CI [{_fmt(lo)}, {_fmt(hi)}]"
 
     def __repr__(self) -> str:
         model = f"{self.model} model, " if self.model else ""
@@ -166,20 +194,30 @@ class SimResult:
 
     def _repr_html_(self) -> str:
         e = html.escape
+        names = self.extra.get("class_names")
         rows = "".join(
-            f"<tr><td>{pc['class']}</td><td>{_fmt(pc.get('mean'))}</td>"
+            f"<tr><td>{e(str(names[pc['class'] - 1]) if names else str(pc['class']))}</td>"
+            f"<td>{_fmt(pc.get('mean'))}</td>"
             f"<td>{'' if not pc.get('ci') else '[' + _fmt(pc['ci'][0]) + ', ' + _fmt(pc['ci'][1]) + ']'}</td></tr>"
             for pc in self.per_class)
         color = "#b00" if self.unstable else "#070"
         return (f"<div><b>{e(self._headline())}</b><br>"
                 f"<span style='color:{color}'>status {self.status}: {e(self.message)}</span><br>"
-                f"{self.reps} replications &times; {self.horizon} time units, seed {self.seed}; "
+                f"{self.reps} replications &times; {e(str(self.horizon))} time units, seed {self.seed}; "
                 f"{self.events:,} events in {self.wall_seconds:.3g} s"
                 f"<table><tr><th>class</th><th>{e(self.metric)}</th><th>95% CI</th></tr>{rows}</table></div>")
 
 
-def _fmt(x) -> str:
-    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.4g}"
+def _untrusted_class(pc: dict) -> dict:
+    """A per-class entry of an unstable run: every number moved to ``<name>_untrusted`` (idempotent)."""
+    out: dict[str, Any] = {"class": pc["class"], "mean": None, "ci": None}
+    for k, v in pc.items():
+        if k in ("class", "ci", "mean") and not (k == "mean" and v is not None):
+            continue
+        if k.endswith("_ci"):
+            continue
+        out[k if k.endswith("_untrusted") else f"{k}_untrusted"] = v
+    return out
 
 
 def estimate(values: Sequence[float]):

@@ -257,7 +257,7 @@ def _batch_means(res: SimResult, k: int, N: int, *, keep_records: bool) -> None:
     parts = np.array_split(np.arange(resp.size), k)
     Wb = [float(resp[p].mean()) for p in parts]
     e = t_interval(Wb)
-    res.mean, res.ci, res.rel_half_width = float(e.mean), (float(e.low), float(e.high)), float(e.rel_half_width)
+    res.set_estimate(float(e.mean), (float(e.low), float(e.high)), float(e.rel_half_width))
     for i, pc in enumerate(res.per_class):
         vals = [float(resp[p][cls[p] == i].mean()) for p in parts if (cls[p] == i).any()]
         ei = t_interval(vals) if len(vals) > 1 else None

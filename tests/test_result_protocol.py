@@ -1,0 +1,96 @@
+"""Every public result type follows one protocol (:mod:`hetsched.results`).
+
+Each factory below builds one small real result of a public type; the same
+checks run over all of them: ``status`` an integer with a documented meaning
+in ``STATUS`` (0 = success), ``success``, a non-empty ``message``, ``seconds``,
+``as_dict()`` JSON-ready and carrying the same status/success/message/seconds,
+``to_frame()`` in long format (``measure`` and ``value`` columns, identifiers
+first), a short ``repr`` and an ``_repr_html_`` that escapes what it shows.
+
+A new public result type adds a factory here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import hetsched as hs
+from hetsched.results import FRAME_KEYS, FRAME_VALUES, Result
+
+
+def _sim_stable():
+    sys_ = hs.System.from_arrays(alpha=[0.5], mu=[[1.0]])
+    return hs.simulate(sys_, "mct", reps=3, horizon=2_000, seed=1, workers=1)
+
+
+def _sim_unstable():
+    sys_ = hs.System.from_arrays(alpha=[1.5], mu=[[1.0]])
+    return hs.simulate(sys_, "mct", reps=2, horizon=2_000, seed=1, workers=1)
+
+
+FACTORIES = {
+    "SimResult(stable)": _sim_stable,
+    "SimResult(unstable)": _sim_unstable,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(FACTORIES))
+def result(request):
+    return FACTORIES[request.param]()
+
+
+def test_protocol_fields(result):
+    assert isinstance(result, Result)
+    assert isinstance(result.status, int) and not isinstance(result.status, bool)
+    assert 0 in type(result).STATUS and int(result.status) in type(result).STATUS
+    assert result.success == (result.status == 0)
+    assert isinstance(result.message, str) and result.message
+    assert isinstance(result.seconds, float) and result.seconds >= 0
+
+
+def test_as_dict_is_json_and_agrees(result):
+    d = result.as_dict()
+    text = json.dumps(d, allow_nan=False)  # JSON-ready: no NaN, no numpy scalars
+    back = json.loads(text)
+    for key in ("status", "success", "message", "seconds"):
+        assert key in back, key
+    assert back["status"] == result.status and back["success"] == result.success
+    assert back["message"] == result.message
+
+
+def test_to_frame_long_format(result):
+    df = result.to_frame()
+    assert {"measure", "value"} <= set(df.columns)
+    cols = list(df.columns)
+    keys = [c for c in cols if c in FRAME_KEYS]
+    assert cols[: len(keys)] == keys, "identifier columns come first"
+    assert cols.index("measure") == len(keys)
+    vals = [c for c in cols if c in FRAME_VALUES]
+    assert cols[len(keys) + 1: len(keys) + 1 + len(vals)] == vals
+    assert len(df) >= 1 and df["measure"].map(lambda m: isinstance(m, str) and bool(m)).all()
+    if "class" in df:  # classes are numbered from 1
+        c = df["class"].dropna()
+        assert (c >= 1).all()
+
+
+def test_repr_short_and_html_escaped(result):
+    r = repr(result)
+    assert len(r.splitlines()) <= 6 and type(result).__name__ in r
+    h = result._repr_html_()
+    assert h.startswith("<") and "<script" not in h.lower()
+
+
+def test_unstable_mean_is_never_the_untrusted_number():
+    res = _sim_unstable()
+    assert res.status == hs.results.UNSTABLE if hasattr(hs, "results") else res.status == 1
+    assert math.isnan(res.mean) and all(math.isnan(x) for x in res.ci)
+    assert math.isfinite(res.mean_untrusted) and res.mean_untrusted > 0
+    d = res.as_dict()
+    assert d["mean"] is None and d["ci"] == [None, None] and d["mean_untrusted"] == pytest.approx(res.mean_untrusted)
+    assert all(pc["mean"] is None for pc in res.per_class)
+    df = res.to_frame()
+    assert df["value"].isna().all() and np.isfinite(df["value_untrusted"]).all()
