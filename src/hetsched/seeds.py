@@ -1,4 +1,4 @@
-"""The one seed normaliser and the project's default seed (no numba: safe to import anywhere)."""
+"""The one seed normaliser and the project's default seed (numpy only: the lowest layer, importable anywhere)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from ...errors import ModelError
+from .errors import ModelError
 
 __all__ = ["DEFAULT_SEED", "seed_sequence"]
 
