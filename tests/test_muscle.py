@@ -428,7 +428,7 @@ def test_cli_overload_clipping_records_and_status(tmp_path):
 
 
 @pytest.mark.parametrize("args, match", [
-    (lambda p: ["--swf", str(p)], "is a directory"),
+    (lambda p: ["--swf", str(p)], "is a folder"),
     (lambda p: ["--swf", str(p / "fake.swf.gz")], "gzip"),
     (lambda p: ["--seed", "-1"], "--seed"),
     (lambda p: ["--jobs", "0"], "--jobs"),
