@@ -4,10 +4,12 @@
   ``(W^o, W^m, W^i) = (4, 3, 1)``, ``(e_l, e_u) = (5, 100)``, sizes in ``[1, 10]``,
   ``dr`` in ``[1, 5]``, ``phi = 0.05``; 40,000 jobs (``--quick``: 3,000). Rounds follow
   Algorithm 2 step 1 (backlog trigger, ``tau`` = mean execution time). The workload
-  level (mean number of jobs in the MUSCLE queue: 40, 80, 120, 160, 200) is set by
-  the arrival rate, found by :func:`hetsched.muscle.scheduler.load_for_level` on
-  MUSCLE's seed schedules; every policy then runs at that arrival rate, and the
-  queue it actually keeps is the ``queue`` column.
+  level L (40, 80, 120, 160, 200) becomes an arrival rate by ``--set level_rule``:
+  ``load`` (default) runs level L at offered load ``rho(L) = 0.5 + 0.4 (L - 40)/160``
+  (:func:`level_load`, below 1 at every level); ``calibrated`` finds the rate at which
+  MUSCLE's seed schedules keep L jobs queued (:func:`hetsched.muscle.scheduler.load_for_level`).
+  Every policy runs at that rate; the queue each actually keeps is the ``queue``
+  column. A run whose workload offers load >= 1 is unstable (row convention).
 * ``muscle-fig2-batch``: the other reading of the level -- a round every ``level``
   collected jobs at offered load 0.8 (see ``docs/_parts/assumptions-muscle.md``).
 * ``muscle-fig3``: five clusters of service rate 1 whose sizes are spread evenly over
@@ -21,8 +23,10 @@
   records of each policy go to ``records-POLICY.parquet``.
 
 All policies at one setting see the same job stream (common random numbers) and the
-same TITAN GA. Rows carry the paper's ``MCP`` and ``LBF`` plus the mean over
-clusters of over-deadline, makespan and idle time.
+same TITAN GA (its parameters and the CP weight pairing of Eq. 1 are ``--set``
+options of every MUSCLE experiment). Rows carry the paper's ``MCP`` and ``LBF`` plus
+the mean over clusters of over-deadline, makespan and idle time, the late jobs and
+the offered load of the run's workload.
 """
 
 from __future__ import annotations
