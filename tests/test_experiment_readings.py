@@ -156,3 +156,15 @@ def test_bad_reading_values_are_refused_by_name(tmp_path):
                                 ("muscle-fig3", "cp_pairing=eq", "--set cp_pairing")):
         with pytest.raises(HetschedError, match=match):
             parse_sets(get(exp_id), [item])
+
+
+def test_reproduce_help_lists_every_experiment_id():
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+    from hetsched.experiments import registry
+
+    r = CliRunner().invoke(app, ["reproduce", "--help"])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 0 and "thesis-4.3.1" in text
+    assert all(eid in text for eid in registry())
