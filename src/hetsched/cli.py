@@ -34,6 +34,7 @@ _ENGINE_CLIS = (
     "hetsched.dispatch.cli",
     "hetsched.plot.cli",
     "hetsched.traces.cli",
+    "hetsched.compare.cli",
 )
 
 
