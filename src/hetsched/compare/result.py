@@ -225,6 +225,15 @@ class CompareResult(Result):
                    "significant": d.significant, "ci_unpaired_low": nan if x is None else x.unpaired_low,
                    "ci_unpaired_high": nan if x is None else x.unpaired_high}
 
+    def to_frame(self):
+        """The comparison in long format: per policy its rank, metrics, per-class values and machine shares,
+        then every paired difference (``measure`` ``<metric>_diff``, ``versus`` the second policy)."""
+        df = super().to_frame()
+        for c in ("class", "machine"):
+            if c in df:
+                df[c] = df[c].astype("Int64")
+        return df
+
     def _headline(self) -> str:
         parts = []
         for p in self.policies:

@@ -50,9 +50,12 @@ def save_run(result, outdir: Path | str, *, kind: str, rid: str, table: str, fig
         fig.savefig(p, dpi=110)
         plt.close(fig)
         figs.append(p)
+    import pandas as pd
+
     rows = []
     for r in result.to_frame().to_dict("records"):
-        rows.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+        rows.append({k: (None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v)
+                     for k, v in r.items()})
     res = experiments.ExperimentResult(id=rid, rows=rows, table=table, figures=figs, notes=list(notes or []),
                                        meta={"kind": kind, kind: jsonable(result.as_dict())})
     if provenance is not None:
