@@ -200,8 +200,10 @@ def _plan_all(entries, model, kind, system, *, reps, horizon, seed, tw, options)
         opts["horizon"] = horizon
     if tw is not None:
         opts["trace"] = tw
-    for e in entries:
-        out.append(plan(system, e.key, reps=reps, seed=seed, **opts))
+    k = opts.pop("k", None)
+    for e in entries:  # k (k-bar) is KPB's own option; the models refuse it for other policies
+        extra = {"k": k} if k is not None and e.key == "kpb" else {}
+        out.append(plan(system, e.key, reps=reps, seed=seed, **opts, **extra))
     return out
 
 
@@ -290,7 +292,6 @@ def compare(system, policies, *, reps: int = 30, horizon: float | None = None, s
     from .result import build_result
     from .stats import _check_conf
 
-    t0 = time.perf_counter()
     confidence = _check_conf(confidence)
     kind, sysm = _system(system)
     entries, model = resolve_policies(policies, kind, sysm if kind == "system" else None)
@@ -333,6 +334,13 @@ def compare(system, policies, *, reps: int = 30, horizon: float | None = None, s
     planned = _plan_all(sim_entries, model, kind, sysm, reps=reps, horizon=horizon, seed=seed, tw=tw,
                         options=options)
     sysid = sysm.id if kind == "system" else "coalloc"
+    if backend == "local":  # start-up, not timed: compile (or load) every kernel here; forked workers inherit it
+        warmed = set()
+        for p in planned:
+            if p.warm is not None and p.warm_key not in warmed:
+                p.warm()
+                warmed.add(p.warm_key)
+    t0 = time.perf_counter()
     results = _run(planned, [e.label for e in sim_entries], workers=workers, backend=backend, scheduler=scheduler,
                    progress=progress, label=f"compare {sysid}")
     sims = {e.label: r for e, r in zip(sim_entries, results)}

@@ -53,6 +53,9 @@ def simulate_cmd(
                                            "arrival, start, end, machine, attempts, rep) to this Parquet file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    outdir: Optional[Path] = typer.Option(None, "--outdir", help="Also write the result (CSV, Parquet, JSON with "
+                                          "provenance) into this folder, for `hetsched report`."),
+    force: bool = typer.Option(False, "--force", help="With --outdir: replace the results already there."),
 ) -> None:
     """Simulate SCENARIO under one policy; print Qbar (or W) with its 95% confidence interval."""
     from ..errors import HetschedError
@@ -82,6 +85,13 @@ def simulate_cmd(
 
         tw = workload(trace, system, classes="runtime" if classes is None else classes, load=rho)
         options["trace"] = tw
+    prov = None
+    if outdir is not None:  # checked before the run (one line), so that a bad folder never costs a finished run
+        from ..report.folders import start_run
+
+        prov = start_run(outdir, force=force, seed=seed, reps=reps, horizon=horizon, backend=backend, workers=workers)
+    elif force:
+        raise HetschedError("--force applies with --outdir only")
     entry = model.load_entry()
     res = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
                 backend=backend, scheduler=scheduler, progress=not (json_out or no_progress), options=options)
@@ -97,6 +107,12 @@ def simulate_cmd(
                                                    "trace": None if trace is None else str(trace),
                                                    "load": out.get("load"), "machines": system.M})
         out["records"] = str(records)
+    if outdir is not None and not isinstance(res, dict):
+        from ..report.folders import save_run
+
+        save_run(res, outdir, kind="simulate", rid=f"simulate {system.id} {out['policy']}", table=repr(res),
+                 provenance=prov, system=system)
+        out["outdir"] = str(outdir)
     if json_out:
         emit_json(out)
         return
@@ -171,3 +187,5 @@ def _print(out: dict) -> None:
                    f"{out.get('seed', '?')}: {out['events']:,} events in {out['wall_seconds']:.2f} s")
     if out.get("records"):
         typer.echo(f"  records: {out['records']}")
+    if out.get("outdir"):
+        typer.echo(f"  results: {out['outdir']} (for `hetsched report`)")
