@@ -247,15 +247,15 @@ def test_report_in_a_real_browser(tmp_path):
             box = im.bounding_box()
             assert box and box["width"] > 0 and box["height"] > 0
         hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
-        assert any(h.startswith("#exp-") for h in hrefs)
+        assert any(h.startswith("#run-") for h in hrefs)
         for h in hrefs:
             if h.startswith("#"):
                 target = h[1:]
                 assert page.query_selector(f'[id="{target}"]') is not None, h
             else:
                 assert (report.parent / h).resolve().exists(), h
-        page.click("a[href='#exp-synthetic-exp']")
-        assert page.evaluate("() => location.hash") == "#exp-synthetic-exp"
+        page.click("a:text('synthetic-exp')")
+        assert page.evaluate("() => location.hash").startswith("#run-")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         b.close()
     assert (tmp_path / "report.png").stat().st_size > 10_000

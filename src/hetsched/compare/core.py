@@ -107,24 +107,35 @@ def resolve_policies(policies, kind: str, system) -> tuple[list[_Entry], str]:
     """The policies as entries and the one model that runs them all (refused in one line otherwise)."""
     from ..sim import MODELS, _discover, model_for_policy
 
-    if isinstance(policies, (str, bytes)) or not hasattr(policies, "__iter__"):
-        policies = [policies]
-    policies = list(policies)
+    from collections.abc import Mapping
+
+    if isinstance(policies, Mapping):  # {label: policy}: the user's own names (the same policy twice allowed)
+        labelled = []
+        for lab, p in policies.items():
+            if not isinstance(lab, str) or not lab.strip():
+                raise ModelError(f"policies: a label must be a non-empty string, got {lab!r}")
+            labelled.append((lab.strip(), p))
+    else:
+        if isinstance(policies, (str, bytes)) or not hasattr(policies, "__iter__"):
+            policies = [policies]
+        labelled = [(None, p) for p in policies]
+    policies = [p for _, p in labelled]
     if len(policies) < 2:
         raise ModelError(f"policies: a comparison needs at least two policies, got {len(policies)}")
     if len(policies) > 64:
         raise ModelError(f"policies: at most 64 policies in one comparison, got {len(policies)}")
     entries: list[_Entry] = []
-    for p in policies:
-        label = _label(p)
+    for given, p in labelled:
+        label = given or _label(p)
         if not label:
             raise ModelError(f"policies: empty policy name {p!r}")
         if kind == "coalloc":
             from ..sim.coalloc import POLICIES
 
-            if not isinstance(p, str) or label not in POLICIES:
-                raise ModelError(f"policy {label!r} is not a co-allocation policy; known: {', '.join(POLICIES)}")
-            entries.append(_Entry(label, label, "coalloc"))
+            key = _label(p)
+            if not isinstance(p, str) or key not in POLICIES:
+                raise ModelError(f"policy {key!r} is not a co-allocation policy; known: {', '.join(POLICIES)}")
+            entries.append(_Entry(label, key, "coalloc"))
             continue
         model_name = getattr(p, "__hetsched_model__", None)
         if model_name is not None:
@@ -133,10 +144,11 @@ def resolve_policies(policies, kind: str, system) -> tuple[list[_Entry], str]:
                 raise ModelError(f"policy {label!r} belongs to model {model_name!r}, which is not available")
             entries.append(_Entry(label, p, model_name))
         elif isinstance(p, str):
-            if label in EXACT:
-                entries.append(_Entry(label, label, EXACT[label].model, EXACT[label]))
+            key = _label(p)
+            if key in EXACT:
+                entries.append(_Entry(label, key, EXACT[key].model, EXACT[key]))
             else:
-                entries.append(_Entry(label, label, model_for_policy(label, system).name))
+                entries.append(_Entry(label, key, model_for_policy(key, system).name))
         elif callable(p):
             raise ModelError(f"policy {label!r} is a plain function: decorate it with @hs.mapping_policy "
                              f"(or @hs.pull_policy for a desktop grid)")
@@ -252,11 +264,12 @@ def compare(system, policies, *, reps: int = 30, horizon: float | None = None, s
         class_names=, machine_names=)``), a scenario id or TOML path, or
         co-allocation parameters (``hs.CoallocParams``; policies ``local``,
         ``heuristic``, ``table``, ``always``).
-    policies : sequence of str or policy objects
+    policies : sequence of str or policy objects, or a dict {label: policy}
         At least two: built-in names (``mct``, ``lpas``, ``lpas-dg``, ...)
         and policies made with ``@hs.mapping_policy`` / ``@hs.pull_policy``,
         all run by one model (mapping, desktop grid, decentralized grid or
-        co-allocation); mixing models is refused.
+        co-allocation); mixing models is refused. A dict names them in every
+        output (and may hold one policy twice).
     reps, horizon, seed
         ``reps`` replications of ``[0, horizon]`` (``None``: the model's
         default), every policy seeded alike (common random numbers). On a

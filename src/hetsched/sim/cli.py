@@ -105,7 +105,9 @@ def simulate_cmd(
         write_records(res.records, records, meta={"model": out.get("model"), "scenario": system.id,
                                                    "policy": out["policy"], "seed": seed, "reps": reps,
                                                    "trace": None if trace is None else str(trace),
-                                                   "load": out.get("load"), "machines": system.M})
+                                                   "load": out.get("load"), "machines": system.M,
+                                                   "class_names": system.class_names,
+                                                   "machine_names": system.machine_labels()})
         out["records"] = str(records)
     if outdir is not None and not isinstance(res, dict):
         from ..report.folders import save_run
