@@ -294,7 +294,7 @@ def test_swf_workload_mapping(tmp_path):
 
 
 def test_swf_errors(tmp_path):
-    with pytest.raises(ModelError, match="not found"):
+    with pytest.raises(ModelError, match="no such SWF file"):
         workload_from_swf(tmp_path / "nope.swf", TABLE1)
     bad = tmp_path / "bad.swf"
     bad.write_text("1 2 3\n")

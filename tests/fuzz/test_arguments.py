@@ -162,7 +162,7 @@ def test_check_file(tmp_path):
                       ("x\x00y", "not a file path")):
         with pytest.raises(HetschedError, match=f"--swf: .*{msg}|--swf: {msg}"):
             check_file(path, "--swf")
-    with pytest.raises(HetschedError, match="is 6 bytes, over the limit of 5"):
+    with pytest.raises(HetschedError, match="--swf: .*ok.swf: file too large \\(6 bytes; at most 5\\)"):
         check_file(str(f), "--swf", max_bytes=5)
     assert check_file(str(tmp_path / "new.db"), "--journal", must_exist=False).endswith("new.db")
     with pytest.raises(HetschedError, match="--journal: folder does not exist"):

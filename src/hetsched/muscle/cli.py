@@ -24,8 +24,8 @@ MAX_RATE = 1e6
 def _parse_list(text: str, name: str, kind: str) -> tuple:
     """``--sizes`` (integers in [1, MAX_CLUSTER_SIZE]) or ``--rates`` (finite, > 0): every item checked, named
     ``--sizes[j]``; empty items are refused (a stray comma is more likely a typo than a wish)."""
-    from .._cliutil import check_float, check_int
     from ..errors import ModelError
+    from ..validation import check_float, check_int
 
     items = str(text).split(",")
     if len(items) > MAX_CLUSTERS:
@@ -57,19 +57,6 @@ def _system(sizes: str, rates: str):
 
 MAX_GENERATED_JOBS = 5_000_000  # ~1 GB of schedule state; more is refused before allocating; also caps --level
 MAX_LOAD = 100.0  # offered utilisation of a generated workload: 100 x the capacity is overload enough
-
-
-def _progress_bar():
-    """A rich progress bar on stderr when it is a terminal, else ``None``."""
-    import sys
-
-    if not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    return Progress(TextColumn("scheduling"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
 
 
 @muscle_app.command("run")
@@ -150,16 +137,12 @@ def run_cmd(
             raise ModelError(f"--max-s: {max_s} exceeds the largest cluster of --sizes ({system.m_max} computers)")
         wl = generate_workload(WorkloadParams(n_jobs=jobs or 4000, max_s=max_s, load=load), system, seed=wseed)
         offered = load
-    bar = _progress_bar() if len(wl) >= 2000 else None
-    if bar is not None:
-        with bar:
-            task = bar.add_task("schedule", total=len(wl))
-            res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi,
-                           ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed,
-                           progress=lambda done, total: bar.update(task, completed=done))
-    else:
+    from ..progress import Progress
+
+    with Progress("scheduling", len(wl), unit="jobs", enabled=len(wl) >= 2000) as bar:
         res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi,
-                       ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed)
+                       ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed,
+                       progress=bar.callback())
     violations = schedule_violations(res, wl, system, phi)
     written = None
     if records is not None:
