@@ -63,7 +63,7 @@ def _open(path: Path, fn):
 
 def _compare_folder(root: Path) -> Path:
     from hetsched.compare.cli import write_outdir
-    from hetsched.experiments import prepare_outdir
+    from hetsched.resultsio import prepare_outdir
 
     s = hs.System.from_arrays(alpha=[1.0, 0.8], mu=[[3.0, 1.0], [1.0, 2.0]], class_names=CLASSES,
                               machine_names=MACHINES, id="two-box")
@@ -178,9 +178,8 @@ def _hostile(root: Path) -> Path:
                           "share": [[1.0], [1.0]]},
                          {"policy": img, "rank": 2, "stable": False, "message": x, "mean": None}],
             "differences": [{"policy": x, "versus": img, "metric": "Q", "diff": None, "note": x}],
-            "status": 1, "message": img}
-    (c / "results.json").write_text(json.dumps({"id": img, "rows": [{"a": x}], "meta": {"kind": "compare",
-                                                                                       "compare": comp}}))
+            "status": 1, "message": img, "figures": ["evil.svg"]}
+    (c / "results.json").write_text(json.dumps({"id": img, "kind": "compare", **comp, "rows": [{"a": x}]}))
     return root
 
 
@@ -189,6 +188,7 @@ def test_hostile_results_run_nothing_in_a_real_browser(tmp_path):
     root = _hostile(tmp_path / "results")
     skipped = []
     report = build_report(root, skipped=skipped)
+    assert skipped == [] and sorted(r.kind for r in scan([root])[0]) == ["compare", "experiment"]
     text = report.read_text()
     assert text.count("<script>") == 1 and "<svg" not in text  # our sort script; no inline SVG markup
     assert "root:x:0:0" not in text  # table.txt links to /etc/passwd: not embedded
@@ -226,18 +226,20 @@ _BAD = {
     "units-list": b'{"rows": [], "units": ["s"]}',
     "prov-list": b'{"rows": [], "provenance": [1]}',
     "meta-str": b'{"rows": [], "meta": "x"}',
-    "status-num": b'{"rows": [], "status": 3}',
-    "compare-none": b'{"rows": [], "meta": {"kind": "compare"}}',
-    "compare-pols": b'{"rows": [], "meta": {"kind": "compare", "compare": {"policies": 1, "differences": []}}}',
-    "compare-share": (b'{"rows": [], "meta": {"kind": "compare", "compare": {"policies": [{"policy": "a", '
-                      b'"share": "x"}], "differences": []}}}'),
+    "status-list": b'{"rows": [], "status": [0]}',
+    "message-num": b'{"rows": [], "message": 3}',
+    "compare-none": b'{"rows": [], "kind": "compare"}',
+    "compare-pols": b'{"rows": [], "kind": "compare", "policies": 1, "differences": []}',
+    "compare-share": b'{"rows": [], "kind": "compare", "policies": [{"policy": "a", "share": "x"}], "differences": []}',
+    "compare-pcs": b'{"rows": [], "kind": "compare", "policies": [{"policy": "a", "per_class": [1]}], "differences": []}',
+    "simulate-pcs": b'{"rows": [], "kind": "simulate", "per_class": "x"}',
     "deep": b"[" * 100_000 + b"]" * 100_000,
     "latin1": '{"rows": [{"a": "caf\u00e9"}]}'.encode("latin-1"),
 }
 _ODD_BUT_FINE = {
     "nan-inf": b'{"rows": [{"a": NaN, "b": Infinity, "c": 1e400, "d": {"x": [1, {"y": 2}]}, "e": [1, 2, 3]}],'
                b' "provenance": {"duration_seconds": "abc", "versions": 3}}',
-    "big-int": b'{"rows": [{"a": 123456789012345678901234567890}], "id": 7}',
+    "big-int": b'{"rows": [{"a": 123456789012345678901234567890}], "id": 7, "status": 3}',
 }
 
 
@@ -262,9 +264,9 @@ def test_malformed_results_files_are_one_line_each_and_skipped(tmp_path):
     bad = set(_BAD) | {"a-folder", "a-fifo", "linked"}
     assert len(lines) == len(bad)
     for name in bad:
-        assert sum(f"/{name}/results.json: " in x for x in lines) == 1, name
+        assert sum(f"/{name}/" in x for x in lines) == 1, name
     text = (root / "report.html").read_text()
-    assert text.count("<li><code>") == len(bad) and "Files not shown" in text
+    assert text.count("<li><code>") == len(bad) and "Results not shown" in text
     recs, skipped = scan([root])
     assert {rec.folder.name for rec in recs} == set(_ODD_BUT_FINE)
     assert "123456789012345678901234567890" in text and "caf" not in text

@@ -118,7 +118,7 @@ def compare_cmd(
             check_event_budget(estimated_events(float(sum(sysm.alpha_array)), h, reps) * len(pols),
                                f"{len(pols)} policies x --reps {reps} x --horizon {h:g}")
     if outdir is not None:  # checked (and emptied with --force) before the run, as `reproduce` does, so that
-        from ..experiments import prepare_outdir  # a bad folder never costs a finished run
+        from ..resultsio import prepare_outdir  # a bad folder never costs a finished run
 
         prepare_outdir(outdir, force=force)
     from .. import provenance
@@ -144,16 +144,40 @@ def compare_cmd(
         typer.echo(f"results: {outdir} ({', '.join(p.name for p in written)})")
 
 
-def write_outdir(res, outdir: Path, *, text: str, force: bool = False, provenance=None) -> list[Path]:
-    """The comparison's files in ``outdir``: results (CSV, Parquet, JSON), plots, and ``report.html``."""
-    from ..report.folders import save_run
-    from ..report.html import build_report
+def frame_rows(result) -> list[dict]:
+    """A result's tidy frame as JSON-ready rows (missing values as None)."""
+    df = result.to_frame()
+    return df.astype(object).where(df.notna(), None).to_dict("records")
 
+
+def write_outdir(res, outdir: Path, *, text: str, provenance=None) -> list[Path]:
+    """The comparison's files in ``outdir`` (checked before the run by :func:`hetsched.resultsio.prepare_outdir`):
+    results (CSV, Parquet, JSON with provenance, through :func:`hetsched.resultsio.write_results`), the plots
+    (PNG) and ``report.html``."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from ..report.html import build_report
+    from ..resultsio import write_file, write_results
+    from .metrics import METRICS
+
+    outdir = Path(outdir)
     figs = {"compare-means.png": res.plot_means(), "compare-differences.png": res.plot_differences()}
     if any(p.per_class for p in res.policies) and len(res.policies[0].per_class) > 1:
         figs["compare-classes.png"] = res.plot_classes()
-    written = save_run(res, outdir, kind="compare", rid=f"compare {res.system}", table=text, figures=figs,
-                       force=force, provenance=provenance,
-                       notes=[f"paired differences on common random numbers; {res.confidence:g} intervals"])
-    written.append(build_report(outdir, Path(outdir) / "report.html"))
+    written = []
+    for name, fig in figs.items():
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110)
+        plt.close(fig)
+        written.append(write_file(outdir / name, buf.getvalue(), overwrite=False))
+    m = METRICS[res.metric]
+    doc = {"id": f"compare {res.system}", "kind": "compare", **res.as_dict(), "rows": frame_rows(res),
+           "units": {"value": f"{m.unit} ({res.metric}: {m.description}; rank, share: dimensionless)"},
+           "figures": list(figs), "notes": [f"paired differences on common random numbers; {res.confidence:g} "
+                                             f"intervals"],
+           "provenance": None if provenance is None else provenance.finish("complete").as_dict()}
+    written = write_results(outdir, doc, table=text) + written
+    written.append(build_report(outdir, outdir / "report.html"))
     return written

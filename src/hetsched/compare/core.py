@@ -105,7 +105,7 @@ def _label(p) -> str:
 
 def resolve_policies(policies, kind: str, system) -> tuple[list[_Entry], str]:
     """The policies as entries and the one model that runs them all (refused in one line otherwise)."""
-    from ..sim import MODELS, _discover, model_for_policy
+    from ..sim import MODELS, all_policies, model_for_policy
 
     from collections.abc import Mapping
 
@@ -139,7 +139,7 @@ def resolve_policies(policies, kind: str, system) -> tuple[list[_Entry], str]:
             continue
         model_name = getattr(p, "__hetsched_model__", None)
         if model_name is not None:
-            _discover()
+            all_policies()  # fills the model registry
             if model_name not in MODELS:
                 raise ModelError(f"policy {label!r} belongs to model {model_name!r}, which is not available")
             entries.append(_Entry(label, p, model_name))

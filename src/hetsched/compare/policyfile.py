@@ -44,14 +44,10 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 
 def _read_checked(path: str) -> tuple[Path, bytes]:
-    from .._cliutil import check_file
-    from ..errors import HetschedError
+    from ..validation import check_file
 
     label = f"--policy-file {path}"
-    try:
-        check_file(path, "--policy-file", max_bytes=MAX_BYTES)
-    except HetschedError as exc:
-        raise ModelError(str(exc)) from None
+    check_file(path, "--policy-file", max_bytes=MAX_BYTES, error=ModelError)
     p = Path(path)
     if p.suffix != ".py":
         raise ModelError(f"{label}: expected a Python file named *.py")

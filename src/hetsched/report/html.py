@@ -129,12 +129,12 @@ def statuses(rec: RunRecord) -> list[tuple[str, str]]:
     if rec.provenance.get("quick"):
         out.append(("warn", "quick mode"))
     if rec.kind == "compare":
-        c = rec.meta["compare"]
+        c = rec.doc
         n_unst = sum(1 for p in c["policies"] if p.get("stable") is False)
         if n_unst:
             out.append(("warn", f"unstable: {n_unst} polic{'ies' if n_unst > 1 else 'y'}"))
     elif rec.kind == "simulate":
-        if rec.meta["simulate"].get("unstable") is True:
+        if rec.doc.get("unstable") is True:
             out.append(("warn", "unstable"))
     else:
         n_unst = _unstable_count(rec.rows)
@@ -288,11 +288,11 @@ def _experiment_titles() -> dict[str, tuple[str, str]]:
 
 def _title(rec: RunRecord, titles: dict[str, tuple[str, str]]) -> tuple[str, str]:
     if rec.kind == "compare":
-        c = rec.meta["compare"]
+        c = rec.doc
         pols = ", ".join(str(p.get("policy")) for p in c["policies"][:6]) + (" …" if len(c["policies"]) > 6 else "")
         return f"{pols} on {fmt(c.get('system', ''))}", fmt(c.get("title", ""))
     if rec.kind == "simulate":
-        s = rec.meta["simulate"]
+        s = rec.doc
         return f"{fmt(s.get('scenario', ''))} under {fmt(s.get('policy', ''))}", ""
     return titles.get(rec.id, ("", ""))
 
@@ -398,8 +398,8 @@ def build_report(results_dir: Path | str | Iterable[Path | str] = "results", out
                     f"(<code>hetsched reproduce ID</code>)</p>" if not_run else "")
     bad_block = ""
     if bad:
-        bad_block = ("<h3>Files not shown</h3><ul>" + "".join(f"<li><code>{esc(s.path)}</code>: {esc(s.reason)}</li>"
-                                                              for s in bad) + "</ul>")
+        bad_block = ("<h3>Results not shown</h3><ul>" + "".join(f"<li><code>{esc(s)}</code></li>" for s in bad)
+                     + "</ul>")
     link = ""
     assumptions_md = _DOCS / "assumptions.md"
     if assumptions_md.is_file():
@@ -409,7 +409,7 @@ def build_report(results_dir: Path | str | Iterable[Path | str] = "results", out
     comps = [r for r in order if r.kind == "compare"]
     systems: dict[str, list[RunRecord]] = {}
     for r in comps:
-        systems.setdefault(str(r.meta["compare"].get("system", "")), []).append(r)
+        systems.setdefault(str(r.doc.get("system", "")), []).append(r)
     for sysid, rs in systems.items():
         sections.append(f"<h2>Comparisons on {esc(sysid)}</h2>" + "".join(_section(r, anchors[id(r)], titles)
                                                                           for r in rs))

@@ -120,7 +120,7 @@ def _shares(c: dict, pols: list[dict], names: list[str] | None) -> str:
 
 def compare_section(rec, figure_html: str) -> str:
     """One comparison (a ``compare --outdir`` folder) as HTML."""
-    c = rec.meta["compare"]
+    c = rec.doc
     metric = str(c.get("metric", ""))
     conf = _num(c.get("confidence")) or 0.95
     pct = f"{100 * conf:g}%"
@@ -157,7 +157,7 @@ def compare_section(rec, figure_html: str) -> str:
 
 def simulate_section(rec, figure_html: str) -> str:
     """One simulation (a ``simulate --outdir`` folder) as HTML."""
-    s = rec.meta["simulate"]
+    s = rec.doc
     metric = str(s.get("metric", ""))
     unstable = s.get("unstable") is True
     if unstable:

@@ -87,9 +87,11 @@ def simulate_cmd(
         options["trace"] = tw
     prov = None
     if outdir is not None:  # checked before the run (one line), so that a bad folder never costs a finished run
-        from ..report.folders import start_run
+        from .. import provenance
+        from ..resultsio import prepare_outdir
 
-        prov = start_run(outdir, force=force, seed=seed, reps=reps, horizon=horizon, backend=backend, workers=workers)
+        prepare_outdir(outdir, force=force)
+        prov = provenance.start(seed=seed, reps=reps, horizon=horizon, backend=backend, workers=workers)
     elif force:
         raise HetschedError("--force applies with --outdir only")
     entry = model.load_entry()
@@ -110,17 +112,27 @@ def simulate_cmd(
                                                    "machine_names": system.machine_labels()})
         out["records"] = str(records)
     if outdir is not None and not isinstance(res, dict):
-        from ..report.folders import save_run
-
-        save_run(res, outdir, kind="simulate", rid=f"simulate {system.id} {out['policy']}", table=repr(res),
-                 provenance=prov, system=system)
-        out["outdir"] = str(outdir)
+        _write_outdir(res, out, system, outdir, prov)
     if json_out:
         emit_json(out)
         return
     if tw is not None and rho is None:  # the log on its own time axis: the LP's verdict for its class mix
         typer.echo(f"{trace}: {len(tw)} jobs; {tw.verdict}")
     _print(out)
+
+
+def _write_outdir(res, out: dict, system, outdir: Path, prov) -> None:
+    """``--outdir``: the result as a results folder for ``hetsched report`` (:mod:`hetsched.resultsio`)."""
+    from ..resultsio import write_results
+
+    df = res.to_frame()
+    doc = {"id": f"simulate {system.id} {out['policy']}", "kind": "simulate", **out,
+           "class_names": list(system.class_names) if system.class_names else None,
+           "machine_names": system.machine_labels(),
+           "rows": df.astype(object).where(df.notna(), None).to_dict("records"),
+           "provenance": prov.finish("complete").as_dict()}
+    write_results(outdir, doc, table=repr(res))
+    out["outdir"] = str(outdir)
 
 
 def _check_out(path: Path) -> None:
