@@ -130,6 +130,8 @@ class CompareResult(Result):
     load: float | None = None
     jobs: int | None = None
     options: dict = field(default_factory=dict)
+    #: events simulated, over every policy and replication
+    events: int = 0
 
     # ------------------------------------------------------------------ access
     @property
@@ -178,8 +180,8 @@ class CompareResult(Result):
             "ranking": [{"rank": self.policy(g[0]).rank, "policies": g} for g in self.ranking],
             "policies": [p.as_dict() for p in self.policies],
             "differences": [d.as_dict() for d in self.differences],
-            "status": int(self.status), "success": self.success, "message": self.message,
-            "seconds": float(self.seconds),
+            "events": int(self.events), "status": int(self.status), "success": self.success,
+            "message": self.message, "seconds": float(self.seconds),
         })
 
     def _frame_rows(self):
@@ -425,6 +427,7 @@ def build_result(*, kind, system, model, order, sims, exact, metrics, confidence
         confidence=confidence, seconds=float(seconds), class_names=class_names, machine_names=machine_names,
         trace=_trace_label(trace, tw), load=None if tw is None else float(tw.load),
         jobs=None if tw is None else len(tw), options=dict(options),
+        events=int(sum(int(o.sim.events) for o in outs if o.sim is not None)),
     )
 
 

@@ -12,8 +12,7 @@ from .result import CompareResult, safe_text
 
 __all__ = ["render", "render_html", "setup_line", "RANK_RULE"]
 
-RANK_RULE = ("rank = 1 + the number of policies significantly better (paired CI of the difference excludes 0); "
-             "policies whose difference CI contains 0 share a rank unless a third separates them")
+RANK_RULE = "rank = 1 + the number of policies significantly better (their paired CI excludes 0); ties share a rank"
 
 
 def _ci(lo, hi) -> str:
@@ -82,22 +81,25 @@ def render(r: CompareResult) -> str:
         labels = [r.class_label(pc["class"]) for pc in classes[0].per_class]
         wc = max(5, *(len(safe_text(x)) for x in labels))
         cols = [safe_text(p.policy) for p in classes]
-        lines.append(f"  {'class':<{wc}}  " + "  ".join(f"{c:>28}" for c in cols))
-        for k, lab in enumerate(labels):
+        grid = []
+        for k in range(len(labels)):
             cells = []
             for p in classes:
                 pc = p.per_class[k]
                 if not p.stable:
-                    cells.append(f"{'unstable':>28}")
+                    cells.append("unstable")
                 elif pc["mean"] is None:
-                    cells.append(f"{'-':>28}")
+                    cells.append("-")
                 else:
-                    ci = pc.get("ci") or [None, None]
-                    cells.append(f"{fmt(pc['mean']) + ' ' + _ci(*ci):>28}")
-            lines.append(f"  {safe_text(lab):<{wc}}  " + "  ".join(cells))
+                    cells.append(f"{fmt(pc['mean'])} {_ci(*(pc.get('ci') or [None, None]))}")
+            grid.append(cells)
+        widths = [max(len(c), *(len(row[j]) for row in grid)) for j, c in enumerate(cols)]
+        lines.append(f"  {'class':<{wc}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(cols, widths)))
+        for lab, row in zip(labels, grid):
+            lines.append(f"  {safe_text(lab):<{wc}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(row, widths)))
     lines.append("")
     lines.append(RANK_RULE)
-    lines.append(f"status {r.status}: {safe_text(r.message)}; {r.seconds:.3g} s")
+    lines.append(f"status {r.status}: {safe_text(r.message)}; {r.events:,} events in {r.seconds:.2f} s")
     return "\n".join(lines)
 
 
