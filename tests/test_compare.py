@@ -225,13 +225,13 @@ def test_policy_file_errors_name_the_file_and_the_name(tmp_path):
     txt.write_text("x = 1\n")
     with pytest.raises(ModelError, match=r"expected a Python file named \*.py"):
         load_policy(f"{txt}:x")
-    with pytest.raises(ModelError, match=r"is a directory"):
+    with pytest.raises(ModelError, match=r"is a folder, not a file"):
         load_policy(f"{tmp_path}:x")
     with pytest.raises(ModelError, match=r"expected FILE.py:NAME"):
         load_policy(str(bad))
     big = tmp_path / "big.py"
     big.write_text("#" * 1_000_001)
-    with pytest.raises(ModelError, match=r"file too large"):
+    with pytest.raises(ModelError, match=r"over the limit"):
         load_policy(f"{big}:x")
 
 

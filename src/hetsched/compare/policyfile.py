@@ -44,20 +44,17 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 
 def _read_checked(path: str) -> tuple[Path, bytes]:
-    from ..validation import check_file
+    """The file's bytes, read through the one safe reader (:func:`hetsched.safeio.read_input`)."""
+    from ..safeio import InputError, read_input
 
     label = f"--policy-file {path}"
-    check_file(path, "--policy-file", max_bytes=MAX_BYTES, error=ModelError)
     p = Path(path)
+    try:
+        data = read_input(p, what="--policy-file", max_bytes=MAX_BYTES, encoding=None)
+    except InputError as exc:
+        raise ModelError(str(exc)) from None
     if p.suffix != ".py":
         raise ModelError(f"{label}: expected a Python file named *.py")
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ModelError(f"{label}: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise ModelError(f"{label}: over the limit of {MAX_BYTES:,} bytes")
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:

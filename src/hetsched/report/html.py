@@ -37,7 +37,6 @@ import base64
 import hashlib
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -344,19 +343,12 @@ def _check_output(output: Path, force: bool) -> None:
 
 
 def _write(output: Path, doc: str) -> None:
-    """Write through a fresh temporary file in the target folder, then rename it over ``output``."""
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=output.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(doc)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is meant to be shared
-        os.replace(tmp, output)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Through the one safe writer (:func:`hetsched.safeio.write_text`: a fresh temporary file in the target
+    folder, renamed over the target; never through a link, never over a non-regular file); whether a
+    foreign file may be replaced was decided by :func:`_check_output`."""
+    from ..safeio import write_text
+
+    write_text(output, doc, force=True, what="report file")
 
 
 def build_report(results_dir: Path | str | Iterable[Path | str] = "results", output: Path | str | None = None, *,
