@@ -331,3 +331,20 @@ def test_done_when_command_on_2c1(tmp_path):
     doc = json.loads((out / "results.json").read_text())
     for p in doc["policies"]:
         assert p["mean"] == api.policy(p["policy"]).mean
+
+
+def test_hs_compare_is_the_function_even_after_a_submodule_import():
+    import hetsched.compare.stats  # noqa: F401 - binds the package under the public name
+
+    s = hs.System.from_arrays(alpha=[0.5], mu=[[1.0, 1.0]])
+    r = hs.compare(s, ["mct", "met"], reps=2, horizon=100, seed=1, workers=1)
+    assert isinstance(r, hs.CompareResult) and callable(hs.compare)
+
+
+@pytest.mark.slow
+def test_dask_backend_gives_the_same_numbers():
+    """backend='dask' without a scheduler: a local Dask cluster for the call; the same values as the pool."""
+    kw = dict(reps=4, horizon=500, seed=3, workers=2)
+    a = hs.compare("2.B", ["mct", "lpas"], backend="dask", **kw)
+    b = hs.compare("2.B", ["mct", "lpas"], **kw)
+    assert [p.values for p in a.policies] == [p.values for p in b.policies]
