@@ -1,10 +1,9 @@
 """The report of anything (issue 22.5) and an inert report (issue 23.4).
 
-* a comparison, a simulation and an experiment go into one report, opened in
-  headless Chromium: the comparison section (policy table, paired differences,
-  per-class values by class name, machine names, the CI plots) renders, links
-  resolve, and a click on a header sorts its table (so the report's own,
-  hashed script runs under its Content-Security-Policy);
+(The browser test of a report holding a comparison, a simulation and
+experiments is ``tests/test_report.py::test_report_in_a_real_browser``; its
+results folders are made by the helpers here.)
+
 * a hostile results folder (script in titles and values, ``</script>`` in
   values, an SVG figure with ``onload`` and ``<script>``, an HTML file named
   ``.png``, a ``table.txt`` that links to a system file) is opened in
@@ -83,52 +82,6 @@ def _simulate_folder(root: Path) -> Path:
                                  "--workers", "1", "--outdir", str(out)])
     assert r.exit_code == 0, r.output
     return out
-
-
-def test_compare_report_in_a_real_browser(tmp_path):
-    _chromium()
-    root = tmp_path / "results"
-    root.mkdir()
-    cmp_dir = _compare_folder(root)
-    _simulate_folder(root)
-    page_file = cmp_dir / "report.html"  # written by compare --outdir: that comparison alone
-    assert page_file.is_file() and "two-box" in page_file.read_text()
-    report = build_report(root)
-    text = report.read_text()
-    assert "Comparisons on two-box" in text and "Simulations" in text
-    assert "1 (web)" in text and "2 (batch)" in text and "fast-box" in text and "slow-box" in text
-    assert f'content="{csp()}"' in text and text.count("<script>") == 1
-
-    def check(page, events):
-        assert events["errors"] == [] and events["dialogs"] == []
-        for t in page.query_selector_all("table"):
-            if t.is_visible():
-                box = t.bounding_box()
-                assert box and box["width"] > 0 and box["height"] > 0
-        imgs = page.query_selector_all("img")
-        assert len(imgs) >= 3  # the comparison's means, differences and per-class plots
-        for im in imgs:
-            im.scroll_into_view_if_needed()
-            assert page.evaluate("(e) => e.complete && e.naturalWidth > 0", im)
-        for h in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
-            if h.startswith("#"):
-                assert page.query_selector(f'[id="{h[1:]}"]') is not None, h
-        # the paired-differences table of the comparison sorts by a click on its "first" header
-        table = page.locator("h4:text('Paired differences of Q') ~ div table").first
-        col = "(t) => Array.from(t.tBodies[0].rows).map(r => r.cells[2].getAttribute('data-v'))"
-        before = table.evaluate(col)
-        table.locator("th", has_text="Q difference").click()
-        asc = table.evaluate(col)
-        assert [float(x) for x in asc] == sorted(float(x) for x in before)
-        table.locator("th", has_text="Q difference").click()
-        assert table.evaluate(col) == asc[::-1]
-        # no horizontal scrolling of the page itself
-        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
-        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-
-    events = _open(report, check)
-    assert all(u.startswith(("file:", "data:")) for u in events["requests"])
-    assert (tmp_path / "report.png").stat().st_size > 10_000
 
 
 # --------------------------------------------------------------------------- hostile results
