@@ -9,7 +9,8 @@ import pytest
 
 from hetsched import resultsio
 from hetsched.errors import HetschedError, ScenarioError
-from hetsched.validation import check_file, inside
+from hetsched.safeio import InputError, check_input, inside
+from hetsched.validation import check_file
 
 
 def _doc(**kw):
@@ -39,22 +40,18 @@ def test_round_trip_json_csv_parquet(tmp_path):
     assert not [p for p in d.iterdir() if p.name.endswith(".tmp")]  # no temporary file left
 
 
-def test_writer_refuses_links_and_special_files_and_writes_whole_files(tmp_path):
+def test_writer_refuses_links_and_special_files(tmp_path):
     d = resultsio.prepare_outdir(tmp_path / "x")
     victim = tmp_path / "victim"
     victim.write_text("keep")
     (d / "results.json").symlink_to(victim)
     with pytest.raises(HetschedError, match="symbolic link"):
-        resultsio.write_file(d / "results.json", "{}")
+        resultsio.write_results(d, _doc())
     assert victim.read_text() == "keep"
-    os.mkfifo(d / "fifo")
+    (d / "results.json").unlink()
+    os.mkfifo(d / "table.txt")
     with pytest.raises(HetschedError, match="not a regular file"):
-        resultsio.write_file(d / "fifo", "x")
-    resultsio.write_file(d / "a.txt", "one")
-    with pytest.raises(HetschedError, match="exists"):
-        resultsio.write_file(d / "a.txt", "two", overwrite=False)
-    resultsio.write_file(d / "a.txt", "two")
-    assert (d / "a.txt").read_text() == "two"
+        resultsio.write_results(d, _doc(), table="t")
 
 
 @pytest.mark.parametrize("content, problem", [
@@ -136,16 +133,18 @@ def test_check_file_messages_per_caller(tmp_path):
     f.write_text("x = 1\n")
     assert check_file(f, "--scenario") == str(f)
     os.mkfifo(tmp_path / "fifo.toml")
-    cases = [(tmp_path, "s: is a directory, not a scenario file"),
+    cases = [(tmp_path, "s: is a folder, not a scenario file"),
              (tmp_path / "fifo.toml", "s: not a regular file \\(a pipe or a device\\?\\), refused"),
              (tmp_path / "none.toml", "s: no such scenario file")]
     for path, msg in cases:
         with pytest.raises(ScenarioError, match=f"^{msg}$"):
             check_file(path, "s", kind="scenario file", show_path=False, error=ScenarioError)
-    with pytest.raises(HetschedError, match=f"^--x: {tmp_path}: is a directory, not a file$"):
+    with pytest.raises(HetschedError, match=f"^--x: {tmp_path}: is a folder, not a file$"):
         check_file(tmp_path, "--x")
-    with pytest.raises(HetschedError, match="file too large \\(6 bytes; at most 5\\)"):
+    with pytest.raises(HetschedError, match="file too large \\(6 bytes, over the limit of 5\\)"):
         check_file(f, "--x", max_bytes=5)
+    with pytest.raises(InputError, match=f"^task file '{f}': file too large \\(6 bytes, over the limit of 5\\)$"):
+        check_input(f, what="task file", max_bytes=5)  # safeio's check is this one, labelled
 
 
 def test_inside(tmp_path):

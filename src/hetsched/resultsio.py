@@ -19,13 +19,13 @@ of ``compare`` or ``simulate``) holds:
 Writing (:func:`write_results`): the folder is checked once before any
 computation (:func:`prepare_outdir`: never replaces results without
 ``force``, never follows a symbolic link out of the results root); each file
-is written to a temporary file in the folder and renamed over the target
-(:func:`write_file`), refusing a target that is a symbolic link or not a
-regular file, so a reader never sees half a file and no write escapes the
-folder.
+goes through :mod:`hetsched.safeio` (a temporary file in the folder renamed
+over the target, refusing a target that is a symbolic link or not a regular
+file), so a reader never sees half a file and no write escapes the folder.
 
 Reading (:func:`read_results`, :func:`read_results_dir`): every file is read
-only if it is a regular file inside its folder and under a size limit;
+(:func:`hetsched.safeio.read_input`) only if it is a regular file inside its
+folder, not a link, and under a size limit;
 ``results.json`` is checked field by field; a malformed folder is one line in
 ``problems`` and is skipped, never an exception. Results written by older
 versions (``status`` as text) are read into the current form.
@@ -37,16 +37,15 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .errors import HetschedError
 from .results import jsonable
-from .validation import inside
+from .safeio import InputError, inside, read_input, write_bytes, write_text
 
-__all__ = ["RESULTS_FILES", "MAX_JSON_BYTES", "MAX_TEXT_BYTES", "prepare_outdir", "write_file", "write_results",
+__all__ = ["RESULTS_FILES", "MAX_JSON_BYTES", "MAX_TEXT_BYTES", "prepare_outdir", "write_results",
            "rows_frame", "ResultsFolder", "read_results", "read_results_dir", "column_units"]
 
 #: the files :func:`write_results` writes (and :func:`prepare_outdir` may replace with ``force``)
@@ -97,36 +96,6 @@ def prepare_outdir(outdir: Path | str, *, force: bool = False) -> Path:
         elif p.is_dir():
             shutil.rmtree(p)
     return outdir
-
-
-def write_file(path: Path | str, data: str | bytes, *, overwrite: bool = True) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, renamed over it.
-
-    Refused (one line): ``path`` a symbolic link, ``path`` existing but not a
-    regular file, or (``overwrite=False``) existing at all.
-    """
-    path = Path(path)
-    if path.is_symlink():
-        raise HetschedError(f"{str(path)!r} is a symbolic link; refusing to write through it")
-    if path.exists():
-        if not path.is_file():
-            raise HetschedError(f"{str(path)!r} exists and is not a regular file; refusing to replace it")
-        if not overwrite:
-            raise HetschedError(f"{str(path)!r} exists; pass --force to replace it")
-    raw = data.encode() if isinstance(data, str) else bytes(data)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
 
 
 # --------------------------------------------------------------------------- writing
@@ -185,18 +154,18 @@ def write_results(outdir: Path | str, doc: Mapping[str, Any], *, table: str | No
     rows = doc.get("rows") or []
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise HetschedError(f"{doc.get('id')}: 'rows' must be a list of objects")  # a programming error upstream
-    written = []
     df = rows_frame(rows)
-    written.append(write_file(outdir / "results.csv", df.to_csv(index=False)))
     meta = {k: doc.get(k) for k in ("id", "kind", "status", "units", "provenance")}
     try:
         data = _parquet_bytes(df, meta)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for one cause
         raise HetschedError(f"{doc.get('id')}: rows cannot be stored as Parquet ({exc})") from None
-    written.append(write_file(outdir / "results.parquet", data))
-    written.append(write_file(outdir / "results.json", json.dumps(doc, indent=2)))
+    # the folder was checked by prepare_outdir: files of these names written earlier are replaced
+    written = [write_text(outdir / "results.csv", df.to_csv(index=False), force=True),
+               write_bytes(outdir / "results.parquet", data, force=True),
+               write_text(outdir / "results.json", json.dumps(doc, indent=2), force=True)]
     if table is not None:
-        written.append(write_file(outdir / "table.txt", table + "\n"))
+        written.append(write_text(outdir / "table.txt", table + "\n", force=True))
     return written
 
 
@@ -236,10 +205,10 @@ def _read_regular(path: Path, folder: Path, limit: int) -> bytes | None:
     """The bytes of ``path`` if it is a regular file (not a link) inside ``folder`` under ``limit``."""
     if path.is_symlink() or not path.is_file() or not inside(path, folder):
         return None
-    if path.stat().st_size > limit:
+    try:
+        return read_input(path, max_bytes=limit, encoding=None)
+    except InputError:
         return None
-    with open(path, "rb") as f:
-        return f.read(limit + 1)
 
 
 def _check_doc(doc: Any, where: str) -> dict[str, Any]:

@@ -13,8 +13,8 @@ here imports typer: the command line turns these errors into usage errors in
   names), :func:`show` (a short ``repr`` of a bad value for a message).
 * Files: :func:`check_file` -- the one regular-file check (no directory, FIFO
   or device; readable; a size cap), so that no reader can block on a pipe or
-  read ``/dev/zero`` until memory runs out; :func:`inside` (a path confined to
-  a folder).
+  read ``/dev/zero`` until memory runs out (:mod:`hetsched.safeio` reads and
+  writes files safely on top of it).
 * Limits of a run: :data:`MAX_REPS`, :data:`MAX_HORIZON`, :data:`MAX_WORKERS`,
   :data:`MAX_EVENTS`, :data:`SEED_MAX`; :func:`check_event_budget`
   (replications x horizon x event rate) and :func:`check_budget` (states,
@@ -28,14 +28,13 @@ from __future__ import annotations
 import math
 import os
 import stat
-from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import HetschedError
 
 __all__ = [
     "MAX_REPS", "MAX_HORIZON", "MAX_WORKERS", "MAX_EVENTS", "SEED_MAX", "MAX_PATH_CHARS",
-    "show", "range_text", "check_int", "check_float", "check_choice", "check_file", "inside",
+    "show", "range_text", "check_int", "check_float", "check_choice", "check_file",
     "check_budget", "check_event_budget", "estimated_events",
 ]
 
@@ -136,10 +135,11 @@ def check_file(value: Any, name: str, *, must_exist: bool = True, max_bytes: int
 
     Messages start with ``name`` (the option or file label) and, with
     ``show_path``, the path; ``kind`` names what was expected (``"scenario
-    file"``): ``NAME: PATH: no such KIND``, ``NAME: PATH: is a directory, not a
-    KIND``, ``NAME: PATH: not a regular file (a pipe or a device?)``,
+    file"``): ``NAME: PATH: no such KIND``, ``NAME: PATH: is a folder, not a
+    KIND``, ``NAME: PATH: not a regular file (a pipe or a device?), refused``,
     ``NAME: PATH: cannot read: Permission denied``, ``NAME: PATH: file too large
-    (N bytes; at most MAX)``. Returns the path as a string.
+    (N bytes, over the limit of MAX)``. Returns the path as a string.
+    :func:`hetsched.safeio.check_input` is this check with the file's label as ``NAME``.
     """
     s = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
     if isinstance(s, bytes) or not s or "\x00" in s or len(s) > MAX_PATH_CHARS:
@@ -157,23 +157,14 @@ def check_file(value: Any, name: str, *, must_exist: bool = True, max_bytes: int
     except (OSError, ValueError) as exc:
         raise error(f"{head}: cannot open: {getattr(exc, 'strerror', None) or exc}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise error(f"{head}: is a directory, not a {kind}")
+        raise error(f"{head}: is a folder, not a {kind}")
     if not stat.S_ISREG(st.st_mode):
         raise error(f"{head}: not a regular file (a pipe or a device?), refused")
     if not os.access(s, os.R_OK):
         raise error(f"{head}: cannot read: Permission denied")
     if max_bytes is not None and st.st_size > max_bytes:
-        raise error(f"{head}: file too large ({st.st_size:,} bytes; at most {max_bytes:,})")
+        raise error(f"{head}: file too large ({st.st_size:,} bytes, over the limit of {max_bytes:,})")
     return s
-
-
-def inside(path: Path | str, root: Path | str) -> bool:
-    """Whether ``path`` (symbolic links resolved) lies inside the folder ``root``."""
-    try:
-        Path(path).resolve().relative_to(Path(root).resolve())
-        return True
-    except (ValueError, OSError, RuntimeError):
-        return False
 
 
 def check_budget(amount: float, limit: float, what: str, unit: str) -> None:

@@ -39,6 +39,8 @@ UNITS: dict[str, str] = {
     "lambda": "dimensionless (capacity multiple of the arrival rates)",
     "MCP": "time units (makespan-based cost)", "LBF": "fraction (load-balance factor)",
     "level": "jobs (workload level)",
+    "offered": "fraction (work offered over the multicluster's capacity, of the run's workload)",
+    "late_share": "fraction (jobs finishing after their deadline)",
     "I": "fraction (inaccuracy of the rate estimates)",
     "cost": "cost per time unit (discounted model)",
     "ST": "time units (mean response)", "SRT": "time units (mean service-response)",

@@ -96,7 +96,7 @@ def run_cmd(
     import numpy as np
 
     from ..errors import ModelError
-    from . import GAOptions, MultiCluster, WorkloadParams, generate_workload, schedule_violations, simulate
+    from . import GAOptions, MultiCluster, WorkloadParams, generate_workload, simulate
     from .swf import workload_from_swf
 
     if seed < 0:
@@ -143,7 +143,7 @@ def run_cmd(
         res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi,
                        ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed,
                        progress=bar.callback())
-    violations = schedule_violations(res, wl, system, phi)
+    violations = res.violations
     written = None
     if records is not None:
         from ..traces import write_records
@@ -159,17 +159,19 @@ def run_cmd(
                 "offered_load": offered, "clipped": int(wl.meta.get("clipped", 0)),
                 "skipped": int(wl.meta.get("skipped", 0)), "malformed": int(wl.meta.get("malformed", 0)),
                 "records": str(written) if written else None,
-                "status": 0 if not violations else 1, "success": not violations,
-                "message": "schedule checked: feasible" if not violations else
-                           f"schedule check FAILED: {violations[0]}", "violations": violations})
+                "status": res.status, "success": res.success, "message": res.message, "seconds": res.seconds,
+                "violations": violations})
     if json_out:
         emit_json(out)
     else:
         typer.echo(f"policy {res.policy}: {len(wl)} jobs from {wl.source}, {res.rounds} rounds "
                    f"(mean {out['mean_batch']:.1f} jobs per round, time-average queue {out['mean_queue']:.1f}), "
                    f"GA runs {res.ga_runs} ({res.ga_not_converged} stopped at max_gen)")
-        typer.echo(f"MCP {res.MCP:.1f}   LBF {res.LBF:.1f}   late jobs {out['late_jobs']}   "
-                   f"{out['jobs_per_second']:.0f} jobs/s")
+        if res.status == 1:  # overloaded: the numbers are shown, marked, never as estimates
+            head = f"MCP {res.MCP_untrusted:.1f}?   LBF {res.LBF_untrusted:.1f}?   (overloaded: untrusted)"
+        else:
+            head = f"MCP {res.MCP:.1f}   LBF {res.LBF:.1f}"
+        typer.echo(f"{head}   late jobs {out['late_jobs']}   {out['jobs_per_second']:.0f} jobs/s")
         typer.echo(f"{'cluster':>7s} {'m':>4s} {'rate':>5s} {'jobs':>6s} {'makespan':>10s} {'idle':>12s} "
                    f"{'over-deadline':>14s} {'CP':>12s}")
         m = res.metrics
