@@ -159,7 +159,8 @@ def write_outdir(res, outdir: Path, *, text: str, provenance=None) -> list[Path]
     import matplotlib.pyplot as plt
 
     from ..report.html import build_report
-    from ..resultsio import write_file, write_results
+    from ..resultsio import write_results
+    from ..safeio import write_bytes
     from .metrics import METRICS
 
     outdir = Path(outdir)
@@ -171,7 +172,7 @@ def write_outdir(res, outdir: Path, *, text: str, provenance=None) -> list[Path]
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)
         plt.close(fig)
-        written.append(write_file(outdir / name, buf.getvalue(), overwrite=False))
+        written.append(write_bytes(outdir / name, buf.getvalue(), what="figure"))
     m = METRICS[res.metric]
     doc = {"id": f"compare {res.system}", "kind": "compare", **res.as_dict(), "rows": frame_rows(res),
            "units": {"value": f"{m.unit} ({res.metric}: {m.description}; rank, share: dimensionless)"},

@@ -20,7 +20,7 @@ from ..results import Result, fmt, jsonable
 from .metrics import METRICS, replication_values
 from .stats import Difference, paired_difference, rank_with_ties
 
-__all__ = ["CompareResult", "PolicyOutcome", "PairedDifference", "build_result", "safe_text"]
+__all__ = ["CompareResult", "PolicyOutcome", "PairedDifference", "build_result", "safe_text", "system_names"]
 
 OK, SOME_UNSTABLE, ALL_UNSTABLE = 0, 1, 2
 
@@ -279,14 +279,19 @@ class CompareResult(Result):
 
 
 # --------------------------------------------------------------------------- building
-def _names(kind: str, system) -> tuple[list[str] | None, list[str] | None]:
-    if kind != "system":
-        return None, None
+def system_names(system) -> tuple[list[str] | None, list[str]]:
+    """``(class names or None, machine names)`` of a System: class names only where the user gave them
+    (not the defaults ``c1 ..``); machine names always (the user's, the groups' labels, or ``m1 ..``)."""
     cn = getattr(system, "class_names", None)
+    given = getattr(system, "class_names_given", cn is not None)
     mn = getattr(system, "machine_names", None)
     if not mn:
         mn = system.machine_labels()
-    return (list(cn) if cn else None), list(mn)
+    return (list(cn) if cn and given else None), list(mn)
+
+
+def _names(kind: str, system) -> tuple[list[str] | None, list[str] | None]:
+    return system_names(system) if kind == "system" else (None, None)
 
 
 def _stat(values: np.ndarray, confidence: float) -> dict:

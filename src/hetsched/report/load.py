@@ -125,7 +125,7 @@ def _regular(path: Path) -> bool:
 
 def _left_out(folder, notes: list[str]) -> list[Path]:
     """Notes on the table and figures the reader did not take; the figures kept (PNG by signature)."""
-    from ..validation import inside
+    from ..safeio import inside
 
     t = folder.folder / "table.txt"
     if os.path.lexists(t) and not folder.table_text and not (_regular(t) and inside(t, folder.folder)):

@@ -108,8 +108,7 @@ def simulate_cmd(
                                                    "policy": out["policy"], "seed": seed, "reps": reps,
                                                    "trace": None if trace is None else str(trace),
                                                    "load": out.get("load"), "machines": system.M,
-                                                   "class_names": system.class_names,
-                                                   "machine_names": system.machine_labels()})
+                                                   **_names(system)})
         out["records"] = str(records)
     if outdir is not None and not isinstance(res, dict):
         _write_outdir(res, out, system, outdir, prov)
@@ -121,14 +120,20 @@ def simulate_cmd(
     _print(out)
 
 
+def _names(system) -> dict:
+    """The system's class names (where the user gave them) and machine names, for files a report reads."""
+    cn = system.class_names
+    given = getattr(system, "class_names_given", cn is not None)
+    mn = getattr(system, "machine_names", None) or system.machine_labels()
+    return {"class_names": list(cn) if cn and given else None, "machine_names": list(mn)}
+
+
 def _write_outdir(res, out: dict, system, outdir: Path, prov) -> None:
     """``--outdir``: the result as a results folder for ``hetsched report`` (:mod:`hetsched.resultsio`)."""
     from ..resultsio import write_results
 
     df = res.to_frame()
-    doc = {"id": f"simulate {system.id} {out['policy']}", "kind": "simulate", **out,
-           "class_names": list(system.class_names) if system.class_names else None,
-           "machine_names": system.machine_labels(),
+    doc = {"id": f"simulate {system.id} {out['policy']}", "kind": "simulate", **out, **_names(system),
            "rows": df.astype(object).where(df.notna(), None).to_dict("records"),
            "provenance": prov.finish("complete").as_dict()}
     write_results(outdir, doc, table=repr(res))
