@@ -86,8 +86,7 @@ def compare_cmd(
 ) -> None:
     """Compare policies on SYSTEM: each policy's metric with its CI, paired differences, a ranking with ties.
 
-    Every policy sees the same random streams (the same seed per replication; with --trace the same windows of
-    the log), so differences are paired. An unstable policy is ranked last and shown without a number.
+    Every policy sees the same random streams (the same seed per replication; with --trace the same windows of the log), so differences are paired. An unstable policy is ranked last and shown without a number.
     """
     from ..errors import HetschedError
     from .core import compare

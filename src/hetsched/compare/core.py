@@ -348,11 +348,9 @@ def compare(system, policies, *, reps: int = 30, horizon: float | None = None, s
                         options=options)
     sysid = sysm.id if kind == "system" else "coalloc"
     if backend == "local":  # start-up, not timed: compile (or load) every kernel here; forked workers inherit it
-        warmed = set()
-        for p in planned:
-            if p.warm is not None and p.warm_key not in warmed:
+        for p in planned:  # each one (a model's warm key may not tell a user policy's kernel apart); cheap
+            if p.warm is not None:
                 p.warm()
-                warmed.add(p.warm_key)
     t0 = time.perf_counter()
     results = _run(planned, [e.label for e in sim_entries], workers=workers, backend=backend, scheduler=scheduler,
                    progress=progress, label=f"compare {sysid}")
