@@ -348,3 +348,23 @@ def test_dask_backend_gives_the_same_numbers():
     a = hs.compare("2.B", ["mct", "lpas"], backend="dask", **kw)
     b = hs.compare("2.B", ["mct", "lpas"], **kw)
     assert [p.values for p in a.policies] == [p.values for p in b.policies]
+
+
+@pytest.mark.slow
+def test_a_pull_policy_of_ones_own_on_a_desktop_grid():
+    """A user pull policy (Gcmu by hand) against the built-in: the same numbers, a difference of exactly 0."""
+
+    @hs.pull_policy
+    def my_gcmu(t, qlen, head_arrival, rate, eligible, u):
+        best, best_key = -1, 0.0
+        for i in range(qlen.shape[0]):
+            if qlen[i] > 0 and rate[i] > 0.0:
+                key = (t - head_arrival[i]) * rate[i]
+                if best < 0 or key > best_key:
+                    best, best_key = i, key
+        return best
+
+    r = hs.compare("3.A", ["gcmu", my_gcmu, "fcfs"], reps=3, horizon=300, seed=2, workers=1, tie="lowest")
+    d = r.difference("gcmu", "my_gcmu")
+    assert d.diff.mean == 0.0 and d.diff.low == d.diff.high == 0.0
+    assert r.policy("gcmu").rank == r.policy("my_gcmu").rank
