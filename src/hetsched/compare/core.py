@@ -25,7 +25,9 @@ its paired differences appear too.
 from __future__ import annotations
 
 import importlib
+import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -78,10 +80,10 @@ def _system(system):
 
     if isinstance(system, System):
         return "system", system
-    if isinstance(system, str):
+    if isinstance(system, (str, os.PathLike)):
         from ..api import load
 
-        return "system", load(system)
+        return "system", load(os.fspath(system))
     from ..mdp.coalloc import CoallocParams
     from ..sim.coalloc import SimParams
 
@@ -106,8 +108,6 @@ def _label(p) -> str:
 def resolve_policies(policies, kind: str, system) -> tuple[list[_Entry], str]:
     """The policies as entries and the one model that runs them all (refused in one line otherwise)."""
     from ..sim import MODELS, all_policies, model_for_policy
-
-    from collections.abc import Mapping
 
     if isinstance(policies, Mapping):  # {label: policy}: the user's own names (the same policy twice allowed)
         labelled = []
