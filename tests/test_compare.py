@@ -309,8 +309,18 @@ def test_exact_solvers_plug_in():
         assert "exact 1" in str(r)
         with pytest.raises(ModelError, match="only one class"):
             hs.compare(my_system(), ["mct", "mm1-exact"], reps=2, horizon=10, workers=1)
+        # an exact value alone (nothing to simulate): the difference is the other's interval, shifted
+        register_exact("mm1-value", "mapping", lambda system, metric, **_: ExactAnswer(1.0, metric))
+        v = hs.compare(s, ["mct", "mm1-value"], reps=5, horizon=4000, seed=3, workers=1, metrics=["Q", "W"])
+        assert not v.policy("mm1-value").simulated and v.policy("mm1-value").mean == 1.0
+        d = v.difference("mct", "mm1-value")
+        lo, hi = v.policy("mct").ci
+        assert (d.diff.low, d.diff.high) == pytest.approx((lo - 1.0, hi - 1.0))
+        assert v.difference("mct", "mm1-value", "W").diff is None  # no exact value of W
+        assert v.policy("mct").rank == v.policy("mm1-value").rank == 1  # the CI covers the exact value
     finally:
         EXACT.pop("mm1-exact", None)
+        EXACT.pop("mm1-value", None)
 
 
 @pytest.mark.slow

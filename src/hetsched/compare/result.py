@@ -364,6 +364,9 @@ def _diff(a: PolicyOutcome, b: PolicyOutcome, metric: str, confidence: float) ->
         who = ", ".join(p.policy for p in (a, b) if not p.stable)
         return PairedDifference(a.policy, b.policy, metric, None, f"unstable: {who} (no number to compare)")
     if not a.simulated or not b.simulated:  # an exact value: the other's interval, shifted
+        ex = a if not a.simulated else b
+        if metric not in ex.metrics:
+            return PairedDifference(a.policy, b.policy, metric, None, f"{ex.policy}: no exact value of {metric}")
         if not a.simulated and not b.simulated:
             d = a.mean - b.mean
             return PairedDifference(a.policy, b.policy, metric, Difference(d, d, d, 0, d, d), "both exact")
