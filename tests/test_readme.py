@@ -57,3 +57,18 @@ def test_readme_example(cmd, shown):
     assert len(got) == len(shown), "\n".join(got)
     for g, s in zip(got, shown):
         assert _TIMING.sub("events in T s", g).rstrip() == _TIMING.sub("events in T s", s).rstrip()
+
+
+def test_readme_compare_section_runs():
+    """The README's "Compare policies on your own system" section: its Python runs as printed (its console
+    example runs above, with the other `$ hetsched ...` examples)."""
+    m = re.search(r"^## Compare policies on your own system\s*$(.*?)(?=^## |\Z)", (ROOT / "README.md").read_text(),
+                  re.M | re.S)
+    assert m is not None, "README has no 'Compare policies on your own system' section"
+    blocks = re.findall(r"```python\n(.*?)```", m.group(1), re.S)
+    assert blocks and "hs.compare(" in blocks[0] and "class_names=" in blocks[0] and "@hs.mapping_policy" in blocks[0]
+    r = subprocess.run([sys.executable, "-c", "\n".join(blocks)], capture_output=True, text=True, timeout=900,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "1 (web)" in r.stdout and "rank" in r.stdout and "paired differences" in r.stdout
+

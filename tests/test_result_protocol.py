@@ -32,6 +32,16 @@ def _sim_unstable():
     return hs.simulate(sys_, "mct", reps=2, horizon=2_000, seed=1, workers=1)
 
 
+def _compare():
+    sys_ = hs.System.from_arrays(alpha=[0.5, 0.3], mu=[[1.0, 0.5], [0.5, 1.0]], class_names=["a", "b"])
+    return hs.compare(sys_, ["mct", "met"], reps=3, horizon=500, seed=1, workers=1)
+
+
+def _compare_unstable():
+    sys_ = hs.System.from_arrays(alpha=[1.2], mu=[[1.0, 0.9]])  # MET overloads the fast machine
+    return hs.compare(sys_, ["mct", "met"], reps=2, horizon=2_000, seed=1, workers=1)
+
+
 def _experiment(exp_id, **extra):
     import tempfile
     from pathlib import Path
@@ -70,6 +80,8 @@ def _ga_result():
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
+    "CompareResult(stable)": _compare,
+    "CompareResult(unstable)": _compare_unstable,
     "ExperimentResult(exact)": _experiment_exact,
     "ExperimentResult(some unstable)": _experiment_some_unstable,
     "MuscleResult(feasible)": lambda: _muscle(0.6),
