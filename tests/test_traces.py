@@ -301,7 +301,13 @@ def test_workload_errors_and_dropped():
     sysm = _system([[1.0], [1.0]])
     df = _frame([0.0, 1.0, 2.0, 3.0, -1.0], [5.0, 0.0, -1.0, 7.0, 3.0])
     w = workload(df, sysm)
-    assert len(w) == 2 and w.dropped == 3
+    # every job replayed or dropped with its reason (each job once, the first reason that applies)
+    assert len(w) == 2 and w.dropped == {"submit_time_unknown": 1, "run_time_unknown": 1, "run_time_zero": 1}
+    assert w.dropped_total == 3 and w.jobs_in_log == 5 == len(w) + w.dropped_total
+    assert {k: v.tolist() for k, v in w.dropped_ids.items()} == {"submit_time_unknown": [5],
+                                                                 "run_time_unknown": [3], "run_time_zero": [2]}
+    assert sorted(w.job_id.tolist() + [j for v in w.dropped_ids.values() for j in v]) == [1, 2, 3, 4, 5]
+    assert w.dropped_text() == "3 dropped: submit time unknown (1), run time unknown (1), run time 0 (1)"
     with pytest.raises(ModelError, match="load"):
         workload(df, sysm, load=0.0)
     with pytest.raises(ModelError, match="load"):
@@ -321,7 +327,7 @@ def test_logs_on_2c1_reach_the_load():
     own = workload(df, sysm)
     w = workload(df, sysm, load=0.8)
     assert w.load == pytest.approx(0.8, rel=1e-9) and w.stable
-    assert len(w) == len(df) - w.dropped
+    assert len(w) == len(df) - w.dropped_total and w.jobs_in_log == len(df)
     # own axis: the load differs, the time axis is proportional
     np.testing.assert_allclose(w.arrival * (0.8 / own.load), own.arrival, rtol=1e-9)
 

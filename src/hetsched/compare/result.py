@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..results import Result, fmt, jsonable
-from .metrics import METRICS, replication_values
+from .metrics import METRICS, is_trace, replication_values, trace_difference, trace_estimate
 from .stats import Difference, paired_difference, rank_with_ties
 
 __all__ = ["CompareResult", "PolicyOutcome", "PairedDifference", "build_result", "safe_text", "system_names"]
@@ -317,7 +317,11 @@ def _outcome(label: str, res, metrics: list[str], confidence: float, class_names
             if not stable:
                 st["mean_untrusted"] = res.mean_untrusted
         else:
-            st = _stat(vals, confidence)
+            if is_trace(res):  # a trace replay: the window estimate, with no interval where it has none
+                est = trace_estimate(res, m, confidence)
+                st = {"mean": est.mean, "ci": [est.low, est.high], "n": est.windows}
+            else:
+                st = _stat(vals, confidence)
             if not stable:
                 st = {"mean": float("nan"), "ci": [float("nan"), float("nan")], "n": st["n"],
                       "mean_untrusted": st["mean"]}
@@ -378,6 +382,9 @@ def _diff(a: PolicyOutcome, b: PolicyOutcome, metric: str, confidence: float) ->
             lo, hi, m = st["ci"][0] - b.mean, st["ci"][1] - b.mean, st["mean"] - b.mean
         return PairedDifference(a.policy, b.policy, metric, Difference(m, lo, hi, st["n"], lo, hi),
                                 "against an exact value")
+    if is_trace(a.sim):  # same log, same jobs: the per-job differences, cut at the same windows
+        d, note = trace_difference(a.sim, b.sim, metric, confidence)
+        return PairedDifference(a.policy, b.policy, metric, d, note)
     va = replication_values(a.sim, metric)
     vb = replication_values(b.sim, metric)
     return PairedDifference(a.policy, b.policy, metric, paired_difference(va, vb, confidence))
@@ -418,6 +425,9 @@ def build_result(*, kind, system, model, order, sims, exact, metrics, confidence
                    + f" ({outs[-1].message.removeprefix('unstable: ')})")
     else:
         status, message = ALL_UNSTABLE, "unstable: every policy is unstable; " + outs[0].message
+    no_ci = [o.policy for o in outs if o.stable and o.sim is not None and o.message.startswith("no CI")]
+    if no_ci:  # a trace whose windows cannot support an interval (hetsched.traces.estimate)
+        message += f"; no CI for {', '.join(no_ci)} (the trace's windows cannot support one; ties where unsure)"
     if kind == "system":
         sid, title = system.id, system.title
     else:

@@ -167,6 +167,8 @@ def _print(out: dict) -> None:
         typer.echo(f"  UNSTABLE: {msg}")
         if out.get("mean_untrusted") is not None:
             typer.echo(f"  (untrusted {metric} over the run: {_fmt(out['mean_untrusted'])})")
+    elif out.get("status") == 3:  # a trace replay whose windows cannot support an interval
+        typer.echo(f"  {name}: {_fmt(out['mean'])}  (the replay's own mean; no confidence interval, see below)")
     else:
         lo, hi = out["ci"]
         rel = out.get("rel_half_width", out.get("accuracy"))
@@ -197,9 +199,13 @@ def _print(out: dict) -> None:
     for e in extra:
         typer.echo(f"  {e}")
     if out.get("jobs") is not None:  # trace replay
+        from ..traces.replay import replay_lines
+
         typer.echo(f"  trace: {out['jobs']:,} jobs, {out.get('windows', out.get('reps'))} {out.get('windows_rule')} "
                    f"windows, load "
                    f"1/lambda* = {out['load']:.4g} (lambda* = {out['lp_lambda']:.4g}), classes by {out.get('classes')}")
+        for line in replay_lines(out):
+            typer.echo(f"  {line}")
         typer.echo(f"  {out['events']:,} events in {out['wall_seconds']:.2f} s")
     else:
         typer.echo(f"  {out.get('reps', '?')} replications x {out.get('horizon', '?')} time units, seed "
