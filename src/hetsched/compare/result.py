@@ -130,6 +130,9 @@ class CompareResult(Result):
     load: float | None = None
     jobs: int | None = None
     options: dict = field(default_factory=dict)
+    #: a trace: its jobs (replayed or dropped) and the dropped ones by reason (hetsched.traces.workload)
+    jobs_in_log: int | None = None
+    dropped: dict | None = None
     #: events simulated, over every policy and replication
     events: int = 0
 
@@ -175,7 +178,8 @@ class CompareResult(Result):
             "system": self.system, "title": self.title, "model": self.model, "metric": self.metric,
             "metric_description": METRICS[self.metric].description, "metrics": self.metrics,
             "reps": self.reps, "horizon": self.horizon, "seed": self.seed, "confidence": self.confidence,
-            "trace": self.trace, "load": self.load, "jobs": self.jobs, "options": self.options,
+            "trace": self.trace, "load": self.load, "jobs": self.jobs, "jobs_in_log": self.jobs_in_log,
+            "dropped": self.dropped, "options": self.options,
             "class_names": self.class_names, "machine_names": self.machine_names,
             "ranking": [{"rank": self.policy(g[0]).rank, "policies": g} for g in self.ranking],
             "policies": [p.as_dict() for p in self.policies],
@@ -445,6 +449,7 @@ def build_result(*, kind, system, model, order, sims, exact, metrics, confidence
         confidence=confidence, seconds=float(seconds), class_names=class_names, machine_names=machine_names,
         trace=_trace_label(trace, tw), load=None if tw is None else float(tw.load),
         jobs=None if tw is None else len(tw), options=dict(options),
+        jobs_in_log=None if tw is None else int(tw.jobs_in_log), dropped=None if tw is None else dict(tw.dropped),
         events=int(sum(int(o.sim.events) for o in outs if o.sim is not None)),
     )
 

@@ -22,7 +22,10 @@ def _ci(lo, hi) -> str:
 def setup_line(r: CompareResult) -> str:
     """How the comparison was run, in one line."""
     if r.trace:
-        run = (f"trace {safe_text(r.trace)}: {r.jobs:,} jobs at load {fmt(r.load)}, {r.reps} windows "
+        from ..traces.workload import drop_text
+
+        of = f" of {r.jobs_in_log:,} ({drop_text(r.dropped or {})})" if r.jobs_in_log is not None else ""
+        run = (f"trace {safe_text(r.trace)}: {r.jobs:,} jobs{of} at load {fmt(r.load)}, at most {r.reps} windows "
                f"(the same windows for every policy)")
     else:
         hor = f" x {fmt(r.horizon, 6)} time units" if r.horizon is not None else ""

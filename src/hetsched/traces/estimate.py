@@ -251,7 +251,8 @@ def window_means(y, k: int) -> np.ndarray:
     """Means of ``k`` consecutive windows of equal counts (within one job) of ``y``, as ``np.array_split`` cuts."""
     y = np.asarray(y, np.float64)
     n = y.size
-    edges = (np.arange(k + 1) * n) // k
+    q, r = divmod(n, k)
+    edges = np.concatenate([[0], np.cumsum(np.where(np.arange(k) < r, q + 1, q))])  # np.array_split's cuts
     sums = np.add.reduceat(y, edges[:-1])
     return sums / np.diff(edges)
 
