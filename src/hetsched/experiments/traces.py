@@ -79,18 +79,25 @@ def _plot(rows: list[dict], path: Path, logs: list[str], loads: list[float], pol
                 lo.append(r["W"] - r["ci_low"] if r["ci_low"] is not None else 0.0)
                 hi.append(r["ci_high"] - r["W"] if r["ci_high"] is not None else 0.0)
             if xs:
-                line = ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=3, capsize=2, label=LABEL[pol], ls="-")
+                color = f"C{k % 10}"  # one colour per policy in every panel (a left-out policy shifts nothing)
+                ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=3, capsize=2, label=LABEL[pol], ls="-",
+                            color=color)
                 bare = [(x, y) for x, y, a, b in zip(xs, ys, lo, hi) if a == 0.0 and b == 0.0]
                 if bare:
-                    ax.plot(*zip(*bare), "o", ms=6, mfc="white", color=line[0].get_color())
+                    ax.plot(*zip(*bare), "o", ms=6, mfc="white", color=color)
         ax.set_yscale("log")
         ax.set_xticks(loads)
         ax.set_xlabel("load 1/lambda*")
         ax.set_title(log, fontsize="medium")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("mean response time W (95% CI)")
-    if axes[0][-1].get_legend_handles_labels()[0]:
-        axes[0][-1].legend(fontsize="small", loc="upper left")
+    handles = {}
+    for ax in axes[0]:  # every policy that appears in any panel, in the policies' order
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    if handles:
+        order = [LABEL[p] for p in policies if LABEL[p] in handles]
+        axes[0][-1].legend([handles[x] for x in order], order, fontsize="small", loc="upper left")
     fig.suptitle("2.C1 fed by real logs (unstable policies left out; hollow: no CI supported)", fontsize="medium")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -134,7 +141,7 @@ def run(opts: RunOptions) -> ExperimentResult:
                 rows.append({
                     **row,
                     "status": res.status, "ci_note": None if res.status == 0 else res.message,
-                    "wait": res.wait if res.status != 1 else None, "bsld": res.bsld if res.status != 1 else None,
+                    "wait": res.wait, "bsld": res.bsld,
                     "policy_load": res.policy_load, "Ns": res.contacted,
                     "per_class_W": [pc.get("W") for pc in res.per_class],
                     "events": res.events, "wall_seconds": res.wall_seconds,

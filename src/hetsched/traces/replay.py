@@ -143,7 +143,6 @@ def summarize_replay(res, tw, windows: int, *, machines: int, rule: str = "batch
     for i, pc in enumerate(res.per_class):
         sel = cls == i
         pc.pop("Q_ci", None)
-        pc["jobs"] = int(sel.sum())
         if not sel.any():
             pc.update(mean=None, ci=None, W=None, W_ci=None)
             continue
@@ -189,6 +188,9 @@ def summarize_replay(res, tw, windows: int, *, machines: int, rule: str = "batch
                          main.rel_half_width if main.status == 0 else nan)
     else:
         res.set_estimate(main.mean, (nan, nan), nan)  # an unstable replay: the number goes to mean_untrusted
+        for k in ("wait", "response", "bsld"):  # nor are its other means estimates of anything
+            res.extra[f"{k}_untrusted"] = res.extra[k]
+            res.extra[k] = res.extra[f"{k}_ci"] = None
     if keep_records:
         out = rec.reset_index(drop=True)
         out["job_id"] = np.asarray(tw.job_id)[task]
@@ -216,6 +218,9 @@ def replay_lines(out: dict[str, Any]) -> list[str]:
     if out.get("wait") is not None:
         lines.append(f"wait {f(out['wait'])}{ci(out.get('wait_ci'))}   bounded slowdown (tau = "
                      f"{f(out.get('bsld_tau_seconds'))} s) {f(out.get('bsld'))}{ci(out.get('bsld_ci'))}")
+    elif out.get("wait_untrusted") is not None:
+        lines.append(f"(untrusted: wait {f(out['wait_untrusted'])}?   bounded slowdown (tau = "
+                     f"{f(out.get('bsld_tau_seconds'))} s) {f(out.get('bsld_untrusted'))}?)")
     u = [v for v in (out.get("utilisation") or []) if v is not None]
     if u and len(u) == len(out["utilisation"]):
         names = out.get("machine_names") or [f"machine {j + 1}" for j in range(len(u))]
@@ -224,7 +229,8 @@ def replay_lines(out: dict[str, Any]) -> list[str]:
                      f"highest {u[hi]:.3f} ({names[hi]})")
     if out.get("status") == STATUS_NO_CI:
         lines.append(f"NO CI: {str(out.get('message', '')).removeprefix('no CI: ')}")
-    elif out.get("windows_requested") not in (None, out.get("windows")) and out.get("windows_rule") == "batch":
+    elif (out.get("windows_requested") not in (None, out.get("windows")) and out.get("windows_rule") == "batch"
+          and out.get("status") == 0):
         lines.append(f"windows: {out.get('windows')} of the {out['windows_requested']} requested "
                      f"(the tests rejected more, smaller windows)")
     return lines
