@@ -73,8 +73,9 @@ def info_cmd(
     if absent and n:
         typer.echo(f"  fields unknown (-1) in every job: {', '.join(absent)}")
     if wl is not None:
-        typer.echo(f"replay on {system} ({wl.N} classes by '{wl.rule}'): {len(wl):,} of {wl.jobs_in_log:,} jobs, "
-                   f"{wl.dropped_text()}; class counts {wl.counts.tolist()}")
+        # the reasons of the dropped jobs are in --json ("replay": "dropped", "dropped_job_ids")
+        typer.echo(f"replay on {system} ({wl.N} classes by '{wl.rule}'): {len(wl)} jobs, {wl.dropped_total} dropped; "
+                   f"class counts {wl.counts.tolist()}")
         typer.echo(f"  {wl.rule_detail}")
         typer.echo(f"  time scale {wl.time_scale:.6g} model units per second; arrival vector alpha = "
                    f"{np.array2string(wl.alpha, precision=4)}")
