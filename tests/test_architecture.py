@@ -86,10 +86,13 @@ def _resolve(importer: str, level: int, module: str | None) -> str:
     return ".".join(base + ([module] if module else []))
 
 
+TREES = {m: ast.parse(f.read_text(), str(f)) for m, f in MODS.items()}
+
+
 def _imports(mod: str) -> list[tuple[str, str, bool, int]]:
     """``(target module, imported name or "", at module level, line)`` for every hetsched import of ``mod``."""
     out: list[tuple[str, str, bool, int]] = []
-    tree = ast.parse(MODS[mod].read_text(), str(MODS[mod]))
+    tree = TREES[mod]
 
     def visit(node: ast.AST, in_func: bool) -> None:
         for ch in ast.iter_child_nodes(node):
@@ -224,7 +227,7 @@ def test_typer_only_in_cli_files():
         rel = f.relative_to(PKG).as_posix()
         if CLI_FILES.search(rel):
             continue
-        for node in ast.walk(ast.parse(f.read_text())):
+        for node in ast.walk(TREES[m]):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
             if any(n == "typer" or n.startswith("typer.") for n in names):

@@ -44,8 +44,8 @@ def test_table_21_kbar_changes_only_the_kpb_rows_and_gives_its_capacity(tmp_path
     from hetsched.experiments.thesis_ch2 import kpb_capacity
     from hetsched.scenarios import load
 
-    base = _run("thesis-table-2.1", tmp_path / "a", "systems=2.H", "reps=2", "horizon=300")
-    k4 = _run("thesis-table-2.1", tmp_path / "b", "systems=2.H", "reps=2", "horizon=300", "kbar=4")
+    base = _run("thesis-table-2.1", tmp_path / "a", "systems=2.H", "reps=2", "horizon=100")
+    k4 = _run("thesis-table-2.1", tmp_path / "b", "systems=2.H", "reps=2", "horizon=100", "kbar=4")
     by = {r["heuristic"]: r for r in base.rows}
     by4 = {r["heuristic"]: r for r in k4.rows}
     for h in ("MCT", "LPAS"):  # same seed, same cells: identical
@@ -104,10 +104,10 @@ def test_muscle_level_rule_load_keeps_every_level_below_capacity(tmp_path):
     from hetsched.experiments.muscle import FIG2_LEVELS, level_load
 
     assert [round(level_load(L), 12) for L in FIG2_LEVELS] == [0.5, 0.6, 0.7, 0.8, 0.9]
-    res = _run("muscle-fig2", tmp_path / "a", "n_jobs=150", "no_ga=true")
+    res = _run("muscle-fig2", tmp_path / "a", "n_jobs=80", "no_ga=true")
     assert {r["level"]: r["load"] for r in res.rows} == {L: pytest.approx(level_load(L)) for L in FIG2_LEVELS}
     assert all(r["offered"] < 1 and r["stable"] and r["MCP"] == r["value"] for r in res.rows)
-    cal = _run("muscle-fig2", tmp_path / "b", "n_jobs=150", "no_ga=true", "level_rule=calibrated")
+    cal = _run("muscle-fig2", tmp_path / "b", "n_jobs=80", "no_ga=true", "level_rule=calibrated")
     assert [r["load"] for r in cal.rows] != [r["load"] for r in res.rows]
     over = [r for r in cal.rows if r["offered"] >= 1]
     assert all(not r["stable"] and r["MCP"] is None and r["value_untrusted"] > 0 for r in over)
@@ -119,7 +119,7 @@ def test_muscle_cp_pairing_changes_the_cp_not_the_schedule(tmp_path):
     lit = CPWeights(pairing="literal")
     assert list(lit.as_array()) == [1.0, 3.0, 4.0] and list(CPWeights().as_array()) == [3.0, 1.0, 4.0]
     assert comprehensive_performance(10.0, 20.0, 30.0, lit) == pytest.approx((1 * 10 + 3 * 20 + 4 * 30) / 8)
-    sets = ("n_jobs=120", "no_ga=true", "load=0.7")
+    sets = ("n_jobs=60", "no_ga=true", "load=0.7")
     a = _run("muscle-fig2-batch", tmp_path / "a", *sets)
     b = _run("muscle-fig2-batch", tmp_path / "b", *sets, "cp_pairing=literal")
     for ra, rb in zip(a.rows, b.rows):  # without the GA the schedules are the same; only CP is weighed differently
@@ -142,7 +142,7 @@ def test_muscle_ga_options_reach_the_ga(tmp_path):
     assert len({tuple(r.trace) for r in runs.values()}) > 1  # the options change the search
     with pytest.raises(Exception, match="elitism"):
         GAOptions(pop_size=4, elitism=5)
-    sets = ("n_jobs=100", "load=0.7", "max_gen=5")
+    sets = ("n_jobs=60", "load=0.7", "max_gen=5")
     a = _run("muscle-fig2-batch", tmp_path / "a", *sets)
     b = _run("muscle-fig2-batch", tmp_path / "b", *sets, "tournament=1", "elitism=0")
     assert [r["jobs"] for r in a.rows] == [r["jobs"] for r in b.rows]
@@ -156,3 +156,15 @@ def test_bad_reading_values_are_refused_by_name(tmp_path):
                                 ("muscle-fig3", "cp_pairing=eq", "--set cp_pairing")):
         with pytest.raises(HetschedError, match=match):
             parse_sets(get(exp_id), [item])
+
+
+def test_reproduce_help_lists_every_experiment_id():
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+    from hetsched.experiments import registry
+
+    r = CliRunner().invoke(app, ["reproduce", "--help"])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 0 and "thesis-4.3.1" in text
+    assert all(eid in text for eid in registry())

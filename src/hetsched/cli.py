@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperCommand
 
 from ._cliutil import MAX_WORKERS, bounded_int, choice, emit_json, guard, run, seed_int
 
@@ -92,7 +93,17 @@ def lp_cmd(
         print_lp(system, res)
 
 
-@app.command("reproduce")
+class _ReproduceCommand(TyperCommand):
+    """``reproduce --help`` ends with the experiment ids (the registry is read only when help is shown)."""
+
+    def format_help(self, ctx, formatter) -> None:  # noqa: ANN001 - click's signature
+        from . import experiments
+
+        self.epilog = "Experiment ids: " + ", ".join(experiments.registry()) + "."
+        super().format_help(ctx, formatter)
+
+
+@app.command("reproduce", cls=_ReproduceCommand)
 @guard
 def reproduce_cmd(
     exp_id: Optional[str] = typer.Argument(None, help="Experiment id (see --list)."),

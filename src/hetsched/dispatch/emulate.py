@@ -78,10 +78,14 @@ _LEAN = {
 
 
 def _quiet() -> None:
-    """Silence distributed's loggers and its port warnings (:func:`hetsched.runner.quiet_dask`)."""
-    from ..runner import quiet_dask
+    """Silence distributed's loggers and its port warnings (they would precede our own messages)."""
+    import warnings
 
-    quiet_dask()
+    warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+    warnings.filterwarnings("ignore", module=r"distributed\..*", category=UserWarning)
+    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
+                 "distributed.core", "distributed.http.proxy", "distributed.deploy"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def replenish(cluster) -> None:
