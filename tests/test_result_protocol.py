@@ -77,6 +77,30 @@ def _ga_result():
                          options=GAOptions(max_gen=20), seed=3)
 
 
+def _window_estimate(ok: bool):
+    from hetsched.traces.estimate import window_estimate
+
+    rng = np.random.default_rng(3)
+    y = rng.exponential(1.0, 3000)
+    if not ok:
+        y[1500:1800] *= 200.0  # one window dominates: no interval
+    return window_estimate(y, 10)
+
+
+def _sim_trace_no_ci():
+    from hetsched.lp import allocation_lp
+    from hetsched.traces import TraceWorkload
+
+    sys_ = hs.System.from_arrays(alpha=[0.5], mu=[[1.0, 1.0]])
+    arr = np.arange(200.0)
+    size = np.ones(200)
+    lp = allocation_lp(sys_.with_(alpha=(1.0,)))
+    tw = TraceWorkload(arrival=arr, size=size, klass=np.zeros(200, np.int64), job_id=np.arange(200), rule="given",
+                       rule_detail="", alpha=np.array([200 / 199]), lp_lambda=float(lp.lam), load=1 / float(lp.lam),
+                       time_scale=1.0, target_load=None, dropped={"run_time_zero": 1}, lp=lp)
+    return hs.simulate(sys_, "mct", trace=tw, reps=5, workers=1)  # 5 windows: too few for an interval
+
+
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
@@ -87,6 +111,9 @@ FACTORIES = {
     "MuscleResult(feasible)": lambda: _muscle(0.6),
     "MuscleResult(overloaded)": lambda: _muscle(1.5),
     "GAResult": _ga_result,
+    "WindowEstimate(ok)": lambda: _window_estimate(True),
+    "WindowEstimate(no CI)": lambda: _window_estimate(False),
+    "SimResult(trace, no CI)": _sim_trace_no_ci,
 }
 
 
