@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
@@ -101,18 +102,7 @@ class Journal:
         self.path = str(path)
         self._lockfd = None
         self.db = None
-        p = Path(self.path)
-        if p.is_dir():
-            raise ModelError(f"journal: {self.path!r} is a directory, not a journal file")
-        if p.exists():
-            try:
-                with open(p, "rb") as fh:
-                    head = fh.read(16)
-            except OSError as exc:
-                raise ModelError(f"journal: cannot read {self.path!r}: {exc.strerror or exc}") from None
-            if head and head != b"SQLite format 3\x00":
-                raise ModelError(f"journal: {self.path!r} is not a hetsched journal (not an SQLite database); "
-                                 f"refusing to overwrite it — give a new file")
+        self._check_file()
         self._writer = bool(lock)
         self._empty = False
         if lock:
@@ -123,13 +113,51 @@ class Journal:
             self.close()
             raise
 
+    def _check_file(self):
+        """Refuse a symlink, a directory, a pipe or a device; refuse a file that is not an SQLite database.
+
+        Opened non-blocking and checked on the open descriptor: a FIFO never blocks
+        this check, and nothing is read from anything but a regular file.
+        """
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise ModelError(f"journal: cannot use {self.path!r}: {exc.strerror or exc}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ModelError(f"journal: {self.path!r} is a symbolic link; refusing to write through it — give the "
+                             "file itself or a new file")
+        if stat.S_ISDIR(st.st_mode):
+            raise ModelError(f"journal: {self.path!r} is a directory, not a journal file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelError(f"journal: {self.path!r} is not a regular file (a pipe or a device?), refused")
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise ModelError(f"journal: cannot read {self.path!r}: {exc.strerror or exc}") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ModelError(f"journal: {self.path!r} is not a regular file (a pipe or a device?), refused")
+            head = os.read(fd, 16)
+        except OSError as exc:
+            raise ModelError(f"journal: cannot read {self.path!r}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+        if head and head != b"SQLite format 3\x00":
+            raise ModelError(f"journal: {self.path!r} is not a hetsched journal (not an SQLite database); "
+                             f"refusing to overwrite it — give a new file")
+
     def _lock(self):
         import fcntl
 
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         except OSError as exc:
             raise ModelError(f"journal: cannot open {self.path!r}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced by a pipe or a device since the check
+            os.close(fd)
+            raise ModelError(f"journal: {self.path!r} is not a regular file (a pipe or a device?), refused")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -148,9 +148,9 @@ def run_experiment(exp: Experiment, opts: RunOptions) -> ExperimentResult:
         from distributed import LocalCluster
     except ImportError:  # pragma: no cover - optional extra
         raise HetschedError("--backend dask needs the 'distributed' package: pip install 'hetsched[dask]'") from None
-    from ..dispatch.emulate import _quiet
+    from ..dispatch.emulate import quiet_dask
 
-    _quiet()
+    quiet_dask()
     n = opts.workers or default_workers()
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                       host="127.0.0.1") as cluster:
