@@ -300,11 +300,14 @@ def test_cli_demo_json_and_errors():
 
     from hetsched.cli import app
 
-    r = CliRunner().invoke(app, ["dispatch", "demo", "--workers", "2", "--tasks", "40", "--rate", "200", "--json"])
+    r = CliRunner().invoke(app, ["dispatch", "demo", "--workers", "2", "--tasks", "40", "--rate", "200",
+                                 "--resolve-every", "0.5", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    for k in ("submitted", "completed", "lost", "resubmitted", "policy", "mean_response", "per_class"):
+    for k in ("submitted", "completed", "lost", "resubmitted", "policy", "mean_response", "per_class",
+              "status", "success", "message", "seconds"):
         assert k in out
     assert out["submitted"] == out["completed"] == 40 and out["lost"] == 0
+    assert out["status"] == 0 and out["success"] is True
     r = CliRunner().invoke(app, ["dispatch", "demo", "--policy", "nope", "--json"])
     assert r.exit_code == 2 and "error: policy" in r.output and "Traceback" not in r.output

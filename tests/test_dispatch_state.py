@@ -104,15 +104,18 @@ def test_gcmu_key_recomputed_by_hand():
 
 
 def test_prefetch_depth_and_batches():
-    # e_j = time_unit / (a mean_i mu_ij) = 0.01 / 2 s; prefetch 0.04 s -> depth 8, refill at 4
+    # e_j = time_unit / (a mean_i mu_ij) = 0.01 / 2 s; prefetch 0.04 s -> depth 8: two batches of 4 in flight
     st = _state({"0": [4.0, 1.0 / 0.75]}, policy="gcmu", prefetch=0.04, time_unit=0.01, max_prefetch=64)
     m = st.machines["0"]
     e = 0.01 * np.mean(1 / np.array([4.0, 1 / 0.75]))
-    assert m.depth == max(1, min(64, round(0.04 / e))) and m.low == m.depth // 2
-    _accept(st, ["a"] * 40)
-    (b,) = st.decide(1.0)
-    assert len(b.items) == m.depth
-    assert st.decide(1.0) == []  # outstanding = depth > low: no new batch
+    assert m.depth == max(1, min(64, round(0.04 / e))) == 8 and m.chunk == 4 and m.low == 4
+    ids = _accept(st, ["a"] * 40)
+    b1, b2 = st.decide(1.0)
+    assert len(b1.items) == len(b2.items) == 4
+    assert st.decide(1.0) == []  # depth outstanding: nothing more
+    _run(st, b1, 1.1)  # one batch back: room for one more chunk, decided in arrival order (Gcmu, one class)
+    (b3,) = st.decide(1.2)
+    assert list(st.inflight[b3.key][0]) == ids[8:12]
     big = _state({"0": [1e-3, 1e-3]}, policy="gcmu", prefetch=0.04, time_unit=0.01)
     assert big.machines["0"].depth == 1  # tasks longer than the prefetch window: pure pull
 

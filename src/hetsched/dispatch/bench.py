@@ -38,11 +38,11 @@ from pathlib import Path
 __all__ = ["run_bench", "map_run", "dispatcher_run", "sampled_profile"]
 
 
-def _chunks(sizes: list[int]) -> list[list]:
-    from .worker import KIND_EMULATE
+def _chunks(sizes: list[int]) -> list:
+    from .worker import KIND_EMULATE, Chunk
 
     item = (KIND_EMULATE, 0.0, 0.0)  # what the dispatcher sends for an empty emulated task
-    return [[item] * s for s in sizes]
+    return [Chunk([item] * s) for s in sizes]  # the same opaque argument the dispatcher submits
 
 
 def map_run(client, sizes: list[int]) -> float:

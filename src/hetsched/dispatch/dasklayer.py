@@ -21,9 +21,11 @@ checks that no private Dask attribute is used anywhere in the package):
   :func:`~hetsched.dispatch.worker.execute_batch` pinned to one worker; a
   coroutine on the client's event loop awaits each future
   (``Future.exception()``, which settles for finished, erred and cancelled
-  futures alike), then fetches a finished one's value with ``Client.gather``
-  under ``fetch_timeout`` and hands ``(key, status, t6, value, t7)`` to the
-  dispatcher's thread through a queue. A value that cannot be fetched in time
+  futures alike), tells the dispatcher's thread at once that a finished batch
+  ran (its machine is free: the next decision need not wait for the value),
+  then fetches the value with ``Client.gather`` under ``fetch_timeout`` and
+  hands ``(key, status, t6, value, t7)`` to the dispatcher's thread through a
+  queue. A value that cannot be fetched in time
   (its worker died after finishing) counts as lost, as does a batch whose
   workers kept dying (``KilledWorker``); any other error is the batch's own.
 * **Cancellations** are sent from the event loop, never blocking the dispatcher.
@@ -41,12 +43,13 @@ from typing import Any
 from ..errors import ModelError
 from .options import DispatchOptions
 from .records import Batch
-from .worker import execute_batch
+from .worker import Chunk, execute_batch
 
 __all__ = ["DaskLayer", "cluster_workers", "MEMBERSHIP"]
 
 #: the ``key`` of a membership notice in the dispatcher's inbox
 MEMBERSHIP = None
+_LOST = object()
 
 
 def _membership_plugin(topic: str):
@@ -119,6 +122,8 @@ class DaskLayer:
         self._got = threading.Event()
         self._registered = False
         self._subscribed = False
+        self._to_fetch: list = []  # finished futures whose values are to be fetched (event loop only)
+        self._fetching = False
 
     # ------------------------------------------------------------------ membership
     def _on_event(self, event) -> None:
@@ -162,27 +167,29 @@ class DaskLayer:
 
     # ------------------------------------------------------------------ attempts
     def submit(self, batch: Batch) -> None:
-        fut = self.client.submit(execute_batch, batch.items, key=batch.key, workers=[batch.address],
+        fut = self.client.submit(execute_batch, Chunk(batch.items), key=batch.key, workers=[batch.address],
                                  allow_other_workers=False, pure=False, priority=batch.priority)
         self.futures[batch.key] = fut
         self.client.loop.add_callback(self._watch, fut)
 
     async def _watch(self, fut) -> None:
-        """In the client's event loop: wait for ``fut``, fetch its value, post both to the inbox."""
+        """In the client's event loop: wait for ``fut``; post that it ran, then (fetched) its value."""
         try:
             exc = await fut.exception()
         except Exception:  # noqa: BLE001 - the client is closing: nobody waits for this attempt
             return
         t6 = time.time()
         status = fut.status
-        val = None
         if status == "finished":
-            try:
-                val = await asyncio.wait_for(self.client.gather(fut, direct=self.o.direct_fetch),
-                                             self.o.fetch_timeout)
-            except Exception:  # noqa: BLE001 - its worker is gone, or too slow to deliver: lost
-                status = "lost"
-        elif status == "error":
+            # the worker is free now: the dispatcher may decide its next batch while the value travels
+            self.inbox.put((fut.key, "ran", t6, None, None))
+            self._to_fetch.append((fut, t6))
+            if not self._fetching:
+                self._fetching = True
+                asyncio.ensure_future(self._fetch())
+            return
+        val = None
+        if status == "error":
             from distributed import KilledWorker
 
             if isinstance(exc, KilledWorker):
@@ -190,6 +197,34 @@ class DaskLayer:
             else:
                 val = f"{type(exc).__name__}: {exc}"
         self.inbox.put((fut.key, status, t6, val, time.time()))
+
+    async def _fetch(self) -> None:
+        """Fetch the values of finished attempts, all that are waiting in one ``Client.gather``.
+
+        If that fails (a worker died after finishing), each is fetched alone, so
+        only the values really gone count as lost.
+        """
+        try:
+            while self._to_fetch:
+                group, self._to_fetch = self._to_fetch, []
+                futs = [f for f, _ in group]
+                try:
+                    vals = await asyncio.wait_for(self.client.gather(futs, direct=self.o.direct_fetch),
+                                                  self.o.fetch_timeout)
+                except Exception:  # noqa: BLE001 - one of them is gone: fetch them one by one
+                    vals = await asyncio.gather(*(self._fetch_one(f) for f in futs))
+                t7 = time.time()
+                for (fut, t6), val in zip(group, vals):
+                    self.inbox.put((fut.key, "lost" if val is _LOST else "finished", t6,
+                                    None if val is _LOST else val, t7))
+        finally:
+            self._fetching = False
+
+    async def _fetch_one(self, fut):
+        try:
+            return await asyncio.wait_for(self.client.gather(fut, direct=self.o.direct_fetch), self.o.fetch_timeout)
+        except Exception:  # noqa: BLE001 - its worker is gone, or too slow to deliver: lost
+            return _LOST
 
     def forget(self, key: str) -> None:
         """The attempt is settled: drop our reference (Dask may release its result)."""

@@ -195,7 +195,8 @@ class Dispatcher:
             batch = [b for b in batch if b[0] is not MEMBERSHIP]
         forget = self.layer.forget
         for b in batch:
-            forget(b[0])
+            if b[1] != "ran":
+                forget(b[0])
         st.settled(batch)
         self._cancel()
 

@@ -46,7 +46,8 @@ class Machine:
     """One slot of a worker: the desktop-grid model's machine."""
 
     __slots__ = ("key", "worker", "address", "rate", "rate2", "a", "elig2", "up", "out", "n_out",
-                 "depth", "low", "idle_since", "last_end", "last_notice", "silent", "gone", "expect")
+                 "depth", "chunk", "low", "idle_since", "last_end", "last_notice", "silent", "gone", "expect", "provisional",
+                 "t1_fix")
 
     def __init__(self, key: str, worker: str, address: str, rate: np.ndarray, a: float, now: float):
         self.key = key
@@ -60,6 +61,7 @@ class Machine:
         self.out: dict[str, tuple[int, float]] = {}  # outstanding batches: key -> (tasks, expected s)
         self.n_out = 0                  # outstanding tasks (all batches)
         self.depth = 1                  # prefetch depth (1 = pure pull)
+        self.chunk = 1                  # tasks per batch at most
         self.low = 0                    # pull again when n_out <= low
         self.expect = 0.0               # expected seconds of the outstanding tasks (time-outs)
         self.idle_since = now
@@ -67,6 +69,8 @@ class Machine:
         self.last_notice = now
         self.silent = False
         self.gone = False
+        self.provisional: str | None = None  # the batch that freed this machine, its value (t5) still on the way
+        self.t1_fix: tuple | None = None      # (that batch, the task whose t1 waits for its t5)
 
     @property
     def eligible(self) -> np.ndarray:

@@ -24,10 +24,13 @@ it receives; the batch goes to that worker only.
 
 *Prefetch* (off by default). With ``prefetch = s > 0`` a machine keeps up to
 ``depth_j = clamp(round(s / e_j), 1, max_prefetch)`` decided tasks outstanding,
-``e_j = time_unit / (a_j mean_i mu'_ij)`` its expected task time; when its
-outstanding count falls to ``depth_j // 2`` it pulls ``depth_j - outstanding``
-tasks at once (the selection rule applied repeatedly to the queues of that
-moment), sent as one Dask task. With ``depth_j = 1`` this is the pull model.
+``e_j = time_unit / (a_j mean_i mu'_ij)`` its expected task time, in batches of
+up to ``chunk_j = ceil(depth_j / 2)`` tasks: whenever ``chunk_j`` more fit, it
+pulls them at once (the selection rule applied repeatedly to the queues of
+that moment) and they travel as one Dask task. So two batches are in flight:
+the worker runs one while the other's result travels back and the next is
+decided (a batch's results return together at its end). With ``depth_j = 1``
+this is the pull model.
 
 *Faults.* A worker that leaves gives its running tasks back at once. A batch
 still running ``timeout_factor`` times its expected time (plus ``timeout_min``)
@@ -105,6 +108,7 @@ class DispatchState:
         self.known: set[str] = set()
         self.n_initial = 0
         self.inflight: dict[str, tuple[tuple[int, ...], str, float]] = {}
+        self.ran: set[str] = set()  # attempts done on their worker, value on the way (their machine is free)
         self.deadlines: list[tuple[float, str]] = []
         self.cancels: list[str] = []  # attempts the Dask layer should cancel
         # statistics
@@ -240,13 +244,14 @@ class DispatchState:
     def _set_depth(self, m: Machine) -> None:
         """Prefetch depth from the machine's expected task time (module docstring)."""
         if self.o.prefetch <= 0:
-            m.depth, m.low = 1, 0
+            m.depth, m.chunk, m.low = 1, 1, 0
             return
         r = m.rate[m.rate > 0] * m.a
         e = self.o.time_unit * float(np.mean(1.0 / r)) if r.size else math.inf
         d = int(round(self.o.prefetch / e)) if e > 0 else self.o.max_prefetch
         m.depth = max(1, min(self.o.max_prefetch, d))
-        m.low = 0 if m.depth == 1 else m.depth // 2
+        m.chunk = (m.depth + 1) // 2  # two batches in flight: the worker never waits for a round trip
+        m.low = m.depth - m.chunk
 
     def worker_left(self, addr: str, reason: str, now: float) -> None:
         keys = self.by_addr.pop(addr, [])
@@ -319,7 +324,8 @@ class DispatchState:
 
     # ------------------------------------------------------------------ decisions
     def decide(self, now: float) -> list[Batch]:
-        """Serve machines that want work, longest-waiting first; at most one batch per machine."""
+        """Serve machines that want work, longest-waiting first: each gets batches of up to ``chunk`` tasks
+        until ``depth`` are outstanding (pure pull: one task)."""
         if not self.idle or not self.qlen.any():
             return []
         td = time.perf_counter()
@@ -330,24 +336,27 @@ class DispatchState:
             if not qlen.any():
                 break
             m = self.machines[key]
-            room = m.depth - m.n_out
-            picks = []
             rate2, elig2 = m.rate2, m.elig2
-            while room > 0:
-                i = choose(code, 0, now, qlen, head, rate2, 0, elig2, 0, 0.0)
-                if i < 0:
-                    break
-                q = queues[i]
-                picks.append(q.popleft())
-                qlen[i] -= 1
-                if q:
-                    head[i] = q[0].arrival
-                room -= 1
-            if not picks:
-                continue
             del self.idle[key]
-            out.append(self._batch(picks, m, now))
-            if m.wants:  # a partly filled prefetch queue stays open for new arrivals
+            while True:
+                room = min(m.chunk, m.depth - m.n_out)
+                picks = []
+                while room > 0:
+                    i = choose(code, 0, now, qlen, head, rate2, 0, elig2, 0, 0.0)
+                    if i < 0:
+                        break
+                    q = queues[i]
+                    picks.append(q.popleft())
+                    qlen[i] -= 1
+                    if q:
+                        head[i] = q[0].arrival
+                    room -= 1
+                if not picks:
+                    break
+                out.append(self._batch(picks, m, now))
+                if not m.wants:
+                    break
+            if m.wants:  # a partly filled prefetch window stays open for new arrivals
                 self.idle[key] = None
         self.decision_seconds += time.perf_counter() - td
         return out
@@ -372,8 +381,12 @@ class DispatchState:
             t.state = RUNNING
             t.live.add(fkey)
             # t1/t2: for the first task of an idle machine its idle time; for prefetched ones t3
-            t.times = ({"t1": max(m.last_end, t.arrival), "t2": max(m.last_notice, t.arrival), "t3": t3}
-                       if k == 0 and first_idle else {"t1": t3, "t2": t3, "t3": t3})
+            if k == 0 and first_idle:
+                t.times = {"t1": max(m.last_end, t.arrival), "t2": max(m.last_notice, t.arrival), "t3": t3}
+                if m.provisional is not None:  # t1 = the previous batch's t5, known when its value arrives
+                    m.t1_fix, m.provisional = (m.provisional, t), None
+            else:
+                t.times = {"t1": t3, "t2": t3, "t3": t3}
         st["attempts"] += len(tasks)
         self.inflight[fkey] = (tuple(t.id for t in tasks), m.key, t3)
         m.out[fkey] = (len(tasks), expect)
@@ -390,7 +403,7 @@ class DispatchState:
         while dl and dl[0][0] <= now:
             _, fkey = heapq.heappop(dl)
             info = self.inflight.get(fkey)
-            if info is None:
+            if info is None or fkey in self.ran:  # settled, or ran and its value is on the way
                 continue
             tids, mkey, _ = info
             m = self.machines.get(mkey)
@@ -408,12 +421,25 @@ class DispatchState:
                     self._enqueue(t, front=True)
 
     def settled(self, batch: Iterable[tuple]) -> None:
-        """Settled attempts ``(key, status, t6, value, t7)``: ``status`` ``finished`` (value = the list of
-        ``(t4, t5, ok, value)`` of :func:`~hetsched.dispatch.worker.execute_batch`), ``error`` (value = the
-        error's text: the batch could not run) or anything else (lost: the tasks go back)."""
+        """Attempts that ran or settled, ``(key, status, t6, value, t7)``.
+
+        ``status``: ``ran`` (done on its worker, value on the way: the machine
+        is free from ``t6``), ``finished`` (value = the list of ``(t4, t5, ok,
+        value)`` of :func:`~hetsched.dispatch.worker.execute_batch`), ``error``
+        (value = the error's text: the batch could not run) or anything else
+        (lost: the tasks go back).
+        """
         for fkey, status, t6, val, t7 in batch:
             if fkey not in self.inflight:  # cancelled or given up earlier
                 continue
+            if status == "ran":
+                if fkey not in self.ran:
+                    self.ran.add(fkey)
+                    m = self.machines.get(self.inflight[fkey][1])
+                    if m is not None and fkey in m.out:
+                        self._free(m, fkey, None, t6)
+                continue
+            self.ran.discard(fkey)
             if status == "error":
                 self._attempt_erred(fkey, str(val), t6, t7)
                 continue
@@ -423,16 +449,31 @@ class DispatchState:
                 continue
             tids, mkey, _ = self.inflight.pop(fkey)
             m = self.machines.get(mkey)
-            if m is not None and fkey in m.out:
-                self._release(m, fkey)
-                if m.silent and not m.out:
-                    m.silent = False
-                    self.monitor.mark(t6)
-                if m.wants:
-                    self._make_idle(m, val[-1][1], t6)
+            if m is not None:
+                t5 = val[-1][1]
+                if fkey in m.out:
+                    self._free(m, fkey, t5, t6)
+                elif m.t1_fix is not None and m.t1_fix[0] == fkey:  # the next batch went out before this t5
+                    t = m.t1_fix[1]
+                    t.times["t1"] = max(t5, t.arrival)
+                    m.t1_fix = None
+                elif m.provisional == fkey:  # still idle: its idle time starts at t5
+                    m.last_end = t5
+                    m.provisional = None
             tasks = self.tasks
             for tid, (t4, t5, success, value) in zip(tids, val):
                 self._finish(tasks[tid], fkey, m, t4, t5, success, value, t6, t7)
+
+    def _free(self, m: Machine, fkey: str, t5: float | None, t6: float) -> None:
+        """Batch ``fkey`` no longer occupies ``m`` (it ended at ``t5``; None: not yet known, noticed at ``t6``)."""
+        self._release(m, fkey)
+        if m.silent and not m.out:
+            m.silent = False
+            self.monitor.mark(t6)
+        if m.wants:
+            self._make_idle(m, t6 if t5 is None else t5, t6)
+            if t5 is None and m.n_out == 0:
+                m.provisional = fkey
 
     def _attempt_erred(self, fkey: str, error: str, t6: float, t7: float) -> None:
         """The batch could not run on the worker (Dask says it erred): its tasks fail with that message."""

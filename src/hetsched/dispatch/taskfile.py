@@ -38,7 +38,7 @@ import stat
 import tomllib
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..errors import ModelError
@@ -58,8 +58,13 @@ _CONFIG = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=Tr
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 Rate = Annotated[float, Field(ge=0, le=MAX_RATE)]
 PosRate = Annotated[float, Field(gt=0, le=MAX_RATE)]
-Command = Union[Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)],
-                Annotated[list[Annotated[str, Field(max_length=MAX_COMMAND)]], Field(min_length=1, max_length=10_000)]]
+_TAGS = ("command-text", "command-argv")  # union tags, not fields (left out of error paths)
+Command = Annotated[
+    Union[Annotated[Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)], Tag(_TAGS[0])],
+          Annotated[Annotated[list[Annotated[str, Field(max_length=MAX_COMMAND)]], Field(min_length=1, max_length=10_000)],
+                    Tag(_TAGS[1])]],
+    Discriminator(lambda v: _TAGS[1] if isinstance(v, list) else _TAGS[0]),
+]
 Call = Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", max_length=MAX_NAME)]
 
 
@@ -123,7 +128,7 @@ def _path(loc: tuple) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif "[" in str(part) or str(part).startswith("function-") or part in ("str", "list"):
+        elif part in _TAGS or str(part).startswith("function-"):
             continue  # pydantic's union and validator tags, not fields
         else:
             out += ("." if out else "") + str(part)
