@@ -23,8 +23,9 @@ alternately, ``repeats`` times each; medians are reported.
   last run sent as batches, placed by Dask's own scheduler.
 * **client.map, one chunk per worker**: ``W`` chunks of ``T / W`` tasks.
 
-``ratio`` = dispatcher / same-chunks reference; ``overhead_seconds_per_task``
-= ``1/dispatcher - 1/reference`` (what the dispatcher adds per task).
+``ratio`` = median over repeats of dispatcher / the same-chunks reference run
+next to it (``ratio_per_worker`` likewise); ``overhead_seconds_per_task`` =
+``1/dispatcher - 1/reference`` of the medians (what the dispatcher adds per task).
 """
 
 from __future__ import annotations
@@ -146,12 +147,15 @@ def run_bench(workers: int, tasks: int, *, processes: bool = False, prefetch: fl
     tps = statistics.median(r["tasks_per_second"] for r in runs)
     ref = statistics.median(same)
     ref_w = statistics.median(per_worker)
+    # ratios: medians over repeats of each run against the reference run next to it (a shared host drifts)
+    ratio = statistics.median(r["tasks_per_second"] / m for r, m in zip(runs, same))
+    ratio_w = statistics.median(r["tasks_per_second"] / w for r, w in zip(runs, per_worker))
     return {"workers": workers, "tasks": tasks, "cluster": "processes" if processes else "threads",
             "policy": policy, "prefetch": prefetch, "max_prefetch": max_prefetch, "journal": journal,
             "repeats": repeats, "tasks_per_second": tps,
             "reference": "client.map(execute_batch, same chunks) + gather", "reference_tasks_per_second": ref,
-            "ratio": tps / ref, "overhead_seconds_per_task": 1.0 / tps - 1.0 / ref,
-            "per_worker_tasks_per_second": ref_w, "ratio_per_worker": tps / ref_w,
+            "ratio": ratio, "overhead_seconds_per_task": 1.0 / tps - 1.0 / ref,
+            "per_worker_tasks_per_second": ref_w, "ratio_per_worker": ratio_w,
             "lost": max(r["lost"] for r in runs), "duplicated": max(r["duplicated"] for r in runs),
             "batches": statistics.median(r["batches"] for r in runs),
             "setup_seconds": statistics.median(r["setup_seconds"] for r in runs),

@@ -144,18 +144,25 @@ class DaskLayer:
     def start(self, wait: float) -> dict[str, tuple[str, int]]:
         """Subscribe, register the membership plugin; the first membership with a worker (waits up to ``wait`` s)."""
         c = self.client
-        c.subscribe_topic(self.topic, self._on_event)
-        self._subscribed = True
-        deadline = time.time() + max(wait, 5.0)
-        while not self._hello.is_set():  # the subscription is active once our own event comes back
-            c.log_event(self.topic, {"hello": self._token})
-            if self._hello.wait(0.1) or time.time() > deadline:
-                break
-        if not self._hello.is_set():
-            raise ModelError(f"workers: the Dask scheduler sends no events to this client (waited {max(wait, 5.0):g} "
-                             "s for its own test event); is it reachable?")
-        c.register_plugin(_membership_plugin(self.topic), name=self.topic)
-        self._registered = True
+        try:
+            c.subscribe_topic(self.topic, self._on_event)
+            self._subscribed = True
+            deadline = time.time() + max(wait, 5.0)
+            while not self._hello.is_set():  # the subscription is active once our own event comes back
+                c.log_event(self.topic, {"hello": self._token})
+                if self._hello.wait(0.1) or time.time() > deadline:
+                    break
+            if not self._hello.is_set():
+                raise ModelError(f"workers: the Dask scheduler sends no events to this client (waited "
+                                 f"{max(wait, 5.0):g} s for its own test event); is it reachable?")
+            c.register_plugin(_membership_plugin(self.topic), name=self.topic)
+            self._registered = True
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. a scheduler that refuses pickled code, or gone
+            raise ModelError(f"workers: cannot follow the Dask cluster's membership ({type(exc).__name__}: "
+                             f"{str(exc)[:200]}); the scheduler must accept plugins "
+                             "(distributed.scheduler.pickle = true)") from None
         deadline = time.time() + wait
         while time.time() <= deadline:
             self._got.wait(0.05)
@@ -184,9 +191,9 @@ class DaskLayer:
             # the worker is free now: the dispatcher may decide its next batch while the value travels
             self.inbox.put((fut.key, "ran", t6, None, None))
             self._to_fetch.append((fut, t6))
-            if not self._fetching:
+            if not self._fetching:  # one gather for every value that is waiting at the next loop turn
                 self._fetching = True
-                asyncio.ensure_future(self._fetch())
+                asyncio.get_running_loop().call_soon(self._flush)
             return
         val = None
         if status == "error":
@@ -198,27 +205,31 @@ class DaskLayer:
                 val = f"{type(exc).__name__}: {exc}"
         self.inbox.put((fut.key, status, t6, val, time.time()))
 
-    async def _fetch(self) -> None:
-        """Fetch the values of finished attempts, all that are waiting in one ``Client.gather``.
+    def _flush(self) -> None:
+        group, self._to_fetch, self._fetching = self._to_fetch, [], False
+        if group:
+            asyncio.ensure_future(self._fetch(group))
 
-        If that fails (a worker died after finishing), each is fetched alone, so
-        only the values really gone count as lost.
+    async def _fetch(self, group: list) -> None:
+        """Fetch the values of finished attempts in one ``Client.gather``; groups run concurrently, so a
+        value that cannot come (its worker died after finishing) delays no other.
+
+        If the gather fails, each value is fetched alone, so only those really gone count as lost.
         """
+        ok = [(f, t6) for f, t6 in group if f.status == "finished"]
+        for f, t6 in group:
+            if f.status != "finished":  # lost or cancelled meanwhile
+                self.inbox.put((f.key, "lost", t6, None, time.time()))
+        if not ok:
+            return
+        futs = [f for f, _ in ok]
         try:
-            while self._to_fetch:
-                group, self._to_fetch = self._to_fetch, []
-                futs = [f for f, _ in group]
-                try:
-                    vals = await asyncio.wait_for(self.client.gather(futs, direct=self.o.direct_fetch),
-                                                  self.o.fetch_timeout)
-                except Exception:  # noqa: BLE001 - one of them is gone: fetch them one by one
-                    vals = await asyncio.gather(*(self._fetch_one(f) for f in futs))
-                t7 = time.time()
-                for (fut, t6), val in zip(group, vals):
-                    self.inbox.put((fut.key, "lost" if val is _LOST else "finished", t6,
-                                    None if val is _LOST else val, t7))
-        finally:
-            self._fetching = False
+            vals = await asyncio.wait_for(self.client.gather(futs, direct=self.o.direct_fetch), self.o.fetch_timeout)
+        except Exception:  # noqa: BLE001 - one of them is gone: fetch them one by one
+            vals = await asyncio.gather(*(self._fetch_one(f) for f in futs))
+        t7 = time.time()
+        for (fut, t6), val in zip(ok, vals):
+            self.inbox.put((fut.key, "lost" if val is _LOST else "finished", t6, None if val is _LOST else val, t7))
 
     async def _fetch_one(self, fut):
         try:

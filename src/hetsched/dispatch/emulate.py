@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import os
 import signal
 import time
@@ -132,6 +131,9 @@ def quiet_dask() -> None:
                  "distributed.core", "distributed.http.proxy", "distributed.deploy", "distributed.client",
                  "distributed.comm", "distributed.batched", "tornado.application"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+    # a value fetch abandoned because its worker died leaves Dask's internal waiters unread; asyncio would
+    # report each ("Task exception was never retrieved") on stderr
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
 
 _quiet = quiet_dask  # the name of earlier versions (kept for callers not yet updated)
