@@ -46,8 +46,10 @@ def main(quick: bool = False) -> list[dict]:
             "note": (f"ref: client.map(execute_batch, the dispatcher's {out['batches']:.0f} batch sizes) + gather, "
                      f"same cluster ({kind}); dispatcher adds {1e6 * out['overhead_seconds_per_task']:.0f} us/task; "
                      f"one chunk per worker: {out['per_worker_tasks_per_second']:.0f} tasks/s (ratio "
-                     f"{out['ratio_per_worker']:.2f}); lost {out['lost']}, duplicated {out['duplicated']}; medians "
-                     f"of {repeats} alternated runs on a shared host"),
+                     f"{out['ratio_per_worker']:.2f}); per batch (ms): submit to start "
+                     f"{out['timeline_ms']['submit_to_start']}, end to noticed {out['timeline_ms']['end_to_noticed']}, "
+                     f"noticed to next submit {out['timeline_ms']['noticed_to_next_submit']}; lost {out['lost']}, "
+                     f"duplicated {out['duplicated']}; medians of {repeats} alternated runs on a shared host"),
         })
     return rows
 

@@ -36,7 +36,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-__all__ = ["run_bench", "map_run", "dispatcher_run", "sampled_profile"]
+__all__ = ["run_bench", "map_run", "dispatcher_run", "batch_timeline", "sampled_profile"]
 
 
 def _chunks(sizes: list[int]) -> list:
@@ -69,6 +69,30 @@ def split(n: int, parts: int) -> list[int]:
     return [q + (k < r) for k in range(parts) if q + (k < r) > 0]
 
 
+def batch_timeline(tasks) -> dict:
+    """Medians (ms) over the batches of a run: submission to start on the worker (``t4 - t3``), end to the
+    dispatcher noticing it (``t6 - t5``), and from that notice to the machine's next batch but one being
+    submitted (two batches are in flight) — the dispatcher's own share of the refill path."""
+    import statistics
+    from collections import defaultdict
+
+    batches: dict = defaultdict(list)
+    for t in tasks:
+        if "t7" in t.times and t.worker is not None:
+            batches[(t.worker, t.times["t3"])].append(t.times)
+    per: dict = defaultdict(list)
+    for (w, t3), ts in batches.items():
+        per[w].append((t3, min(x["t4"] for x in ts), max(x["t5"] for x in ts), ts[0]["t6"]))
+    start, notice, own = [], [], []
+    for rows in per.values():
+        rows.sort()
+        start += [t4 - t3 for t3, t4, _, _ in rows]
+        notice += [t6 - t5 for _, _, t5, t6 in rows]
+        own += [b[0] - a[3] for a, b in zip(rows, rows[2:]) if b[0] >= a[3]]
+    med = (lambda x: round(1000 * statistics.median(x), 2) if x else None)
+    return {"submit_to_start": med(start), "end_to_noticed": med(notice), "noticed_to_next_submit": med(own)}
+
+
 def dispatcher_run(client, n: int, names: list[str], *, policy: str = "lpas-dg", prefetch: float = 0.05,
                    journal: str | None = None, max_prefetch: int = 64, profile: str | None = None) -> dict:
     """One dispatcher run of ``n`` empty tasks on the workers ``names``: tasks/s, lost, duplicated, batch sizes."""
@@ -95,11 +119,13 @@ def dispatcher_run(client, n: int, names: list[str], *, policy: str = "lpas-dg",
             pr.disable()
             pr.dump_stats(profile)
         sizes = list(d.state.batch_sizes)
+        timeline = batch_timeline(d.tasks.values())
     finally:
         d.close()
     return {"tasks_per_second": n / wall, "lost": n - len(seen), "duplicated": sum(c > 1 for c in seen.values()),
             "batches": res.extra["batches"], "success": res.success, "wall": wall, "setup_seconds": t0 - t_setup,
-            "decision_seconds": res.decision_seconds, "submit_seconds": res.submit_seconds, "batch_sizes": sizes}
+            "decision_seconds": res.decision_seconds, "submit_seconds": res.submit_seconds, "batch_sizes": sizes,
+            "timeline_ms": timeline}
 
 
 def run_bench(workers: int, tasks: int, *, processes: bool = False, prefetch: float = 0.05, policy: str = "lpas-dg",
@@ -159,6 +185,9 @@ def run_bench(workers: int, tasks: int, *, processes: bool = False, prefetch: fl
             "lost": max(r["lost"] for r in runs), "duplicated": max(r["duplicated"] for r in runs),
             "batches": statistics.median(r["batches"] for r in runs),
             "setup_seconds": statistics.median(r["setup_seconds"] for r in runs),
+            "timeline_ms": {k: statistics.median(r["timeline_ms"][k] for r in runs if r["timeline_ms"][k] is not None)
+                            if any(r["timeline_ms"][k] is not None for r in runs) else None
+                            for k in ("submit_to_start", "end_to_noticed", "noticed_to_next_submit")},
             "runs": [{k: v for k, v in r.items() if k != "batch_sizes"} for r in runs],
             "reference_runs": same, "per_worker_runs": per_worker}
 

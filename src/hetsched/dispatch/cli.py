@@ -243,6 +243,9 @@ def bench_cmd(
                    f"ratio {out['ratio']:.2f}  overhead {1e6 * out['overhead_seconds_per_task']:.1f} us/task")
         typer.echo(f"client.map, chunk/worker    {out['per_worker_tasks_per_second']:10.0f} tasks/s  "
                    f"ratio {out['ratio_per_worker']:.2f}")
+        tl = out["timeline_ms"]
+        typer.echo("per batch (ms, medians): submit to start " + _f(tl["submit_to_start"], 1) + ", end to noticed "
+                   + _f(tl["end_to_noticed"], 1) + ", noticed to next submit " + _f(tl["noticed_to_next_submit"], 1))
     if out["lost"] or out["duplicated"]:
         typer.echo(f"error: {out['lost']} task(s) lost, {out['duplicated']} duplicated", err=True)
         raise typer.Exit(EXIT_UNFINISHED)
