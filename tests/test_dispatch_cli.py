@@ -59,7 +59,7 @@ def test_run_taskfile_errors(tmp_path):
     r = CliRunner().invoke(app, ["dispatch", "run", str(tf)])
     assert r.exit_code == 2 and "unknown class 'huge'" in r.output
     r = CliRunner().invoke(app, ["dispatch", "run", str(tmp_path / "missing.toml")])
-    assert r.exit_code == 2 and "does not exist" in r.output
+    assert r.exit_code == 2 and "no such file" in r.output
 
 
 def test_bench_json_counts_every_task_once():

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from hetsched.dispatch.taskfile import MAX_TASKFILE_BYTES, load_taskfile
-from hetsched.errors import ModelError
+from hetsched.errors import HetschedError, ModelError
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -113,13 +113,13 @@ def test_pipes_devices_directories_and_size_refused_before_reading(tmp_path):
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
     for path, what in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"),
-                       (tmp_path, "is a directory"), (tmp_path / "missing.toml", "does not exist")):
-        with pytest.raises(ModelError, match=what):
+                       (tmp_path, "is a folder"), (tmp_path / "missing.toml", "no such file")):
+        with pytest.raises(HetschedError, match=f"task file .*{what}"):
             load_taskfile(path)
     big = tmp_path / "big.toml"
     with open(big, "wb") as fh:  # sparse: no disk used
         fh.truncate(MAX_TASKFILE_BYTES + 1)
-    with pytest.raises(ModelError, match="too large"):
+    with pytest.raises(HetschedError, match="over the limit of 64,000,000"):
         load_taskfile(big)
 
 

@@ -114,36 +114,19 @@ class Journal:
             raise
 
     def _check_file(self):
-        """Refuse a symlink, a directory, a pipe or a device; refuse a file that is not an SQLite database.
+        """Refuse a symbolic link, a folder, a pipe or a device (:func:`hetsched.safeio.check_output`: the
+        journal is written), and a file that is not an SQLite database (its first bytes, read through
+        :func:`hetsched.safeio.open_input`: a FIFO never blocks this check)."""
+        from ..safeio import InputError, OutputError, check_output, open_input
 
-        Opened non-blocking and checked on the open descriptor: a FIFO never blocks
-        this check, and nothing is read from anything but a regular file.
-        """
         try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise ModelError(f"journal: cannot use {self.path!r}: {exc.strerror or exc}") from None
-        if stat.S_ISLNK(st.st_mode):
-            raise ModelError(f"journal: {self.path!r} is a symbolic link; refusing to write through it — give the "
-                             "file itself or a new file")
-        if stat.S_ISDIR(st.st_mode):
-            raise ModelError(f"journal: {self.path!r} is a directory, not a journal file")
-        if not stat.S_ISREG(st.st_mode):
-            raise ModelError(f"journal: {self.path!r} is not a regular file (a pipe or a device?), refused")
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        except OSError as exc:
-            raise ModelError(f"journal: cannot read {self.path!r}: {exc.strerror or exc}") from None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ModelError(f"journal: {self.path!r} is not a regular file (a pipe or a device?), refused")
-            head = os.read(fd, 16)
-        except OSError as exc:
-            raise ModelError(f"journal: cannot read {self.path!r}: {exc.strerror or exc}") from None
-        finally:
-            os.close(fd)
+            check_output(self.path, force=True, what="journal")
+            if not os.path.lexists(self.path):
+                return
+            with open_input(self.path, what="journal", max_bytes=None) as fh:
+                head = fh.read(16)
+        except (OutputError, InputError) as exc:
+            raise ModelError(str(exc)) from None
         if head and head != b"SQLite format 3\x00":
             raise ModelError(f"journal: {self.path!r} is not a hetsched journal (not an SQLite database); "
                              f"refusing to overwrite it — give a new file")

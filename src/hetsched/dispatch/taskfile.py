@@ -20,9 +20,10 @@ A task file (TOML)::
     call = "math:factorial"       # module:function, with args = [...], kwargs = {...}
     args = [2000]
 
-Reading (:func:`load_taskfile`): the file must be a regular file (no pipe or
-device: they are refused before anything is read) of at most
-:data:`MAX_TASKFILE_BYTES`, UTF-8 TOML. One pydantic model per table checks
+Reading (:func:`load_taskfile`, through :func:`hetsched.safeio.read_input`): the
+file must be a regular file (no pipe or device: they are refused on the open
+descriptor, before anything is read) of at most :data:`MAX_TASKFILE_BYTES`,
+UTF-8 TOML. One pydantic model per table checks
 every field's type, range and finiteness, and refuses unknown keys
 (:class:`TaskFile`); what ties fields together is checked right after (lengths
 against the number of classes, task classes, availability of a worker that the
@@ -34,7 +35,6 @@ file does not list, ``call`` importable and callable). The first problem is one
 from __future__ import annotations
 
 import os
-import stat
 import tomllib
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -44,7 +44,7 @@ from pydantic_core import PydanticCustomError
 from ..errors import ModelError
 from .budget import MAX_TASKS, MAX_WORKERS
 
-__all__ = ["TaskFile", "load_taskfile", "read_regular", "taskfile_spec", "MAX_TASKFILE_BYTES", "run_taskfile"]
+__all__ = ["TaskFile", "load_taskfile", "taskfile_spec", "MAX_TASKFILE_BYTES", "run_taskfile"]
 
 MAX_TASKFILE_BYTES = 64_000_000  # a million short tasks
 MAX_CLASSES = 1_000
@@ -176,51 +176,12 @@ def _message(err: dict) -> str:
 
 
 # ---------------------------------------------------------------------------- reading
-def read_regular(path: Any, what: str, limit: int) -> tuple[bytes, str]:
-    """The bytes of a regular file of at most ``limit`` bytes, and its label; refuses pipes, devices and
-    directories before reading (opened non-blocking, checked on the open descriptor)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise ModelError(f"{what}: expected a file path, got {_show(path)}")
-    label = os.fspath(path)
-    if not isinstance(label, str) or not label or "\x00" in label:
-        raise ModelError(f"{what}: not a file path: {_show(label)}")
-    try:
-        fd = os.open(label, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise ModelError(f"{what}: {label!r} does not exist") from None
-    except IsADirectoryError:
-        raise ModelError(f"{what}: {label!r} is a directory, not a file") from None
-    except OSError as exc:
-        raise ModelError(f"{what}: cannot open {label!r}: {exc.strerror or exc}") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ModelError(f"{what}: {label!r} is a directory, not a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise ModelError(f"{what}: {label!r} is not a regular file (a pipe or a device?), refused")
-        if st.st_size > limit:
-            raise ModelError(f"{what}: {label!r} is too large ({st.st_size:,} bytes; at most {limit:,})")
-        os.set_blocking(fd, True)
-        chunks, n = [], 0
-        while n <= limit:
-            b = os.read(fd, min(1 << 20, limit + 1 - n))
-            if not b:
-                break
-            chunks.append(b)
-            n += len(b)
-        if n > limit:
-            raise ModelError(f"{what}: {label!r} is too large (more than {limit:,} bytes)")
-        return b"".join(chunks), label
-    except OSError as exc:
-        raise ModelError(f"{what}: cannot read {label!r}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-
-
 def load_taskfile(path: Any) -> dict:
     """Read, parse and validate a task file (module docstring); a dict of what the dispatcher needs."""
-    raw, label = read_regular(path, "task file", MAX_TASKFILE_BYTES)
-    where = f"task file {label!r}"
+    from ..safeio import read_input
+
+    raw = read_input(path, what="task file", max_bytes=MAX_TASKFILE_BYTES, encoding=None)
+    where = f"task file {os.fspath(path)!r}"
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
