@@ -12,6 +12,7 @@ A new public result type adds a factory here.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -32,6 +33,7 @@ def _sim_unstable():
     return hs.simulate(sys_, "mct", reps=2, horizon=2_000, seed=1, workers=1)
 
 
+@functools.lru_cache(maxsize=None)
 def _dispatch(unstable: bool = False):
     """A real dispatch run on an in-process cluster of 2 workers, 8 emulated tasks of ~2 ms."""
     pytest.importorskip("distributed")

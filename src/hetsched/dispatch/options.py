@@ -99,9 +99,7 @@ class DispatchOptions:
         pull), ``max_prefetch``.
     Dask
         ``fetch_timeout`` (seconds to fetch a finished attempt's value),
-        ``direct_fetch`` (fetch from workers directly; None = Dask's default),
-        ``resync_interval`` (seconds between safety re-reads of the membership
-        besides the scheduler's events).
+        ``direct_fetch`` (fetch from workers directly; None = Dask's default).
     """
 
     policy: str = "lpas-dg"
@@ -128,7 +126,6 @@ class DispatchOptions:
     max_prefetch: int = 64
     fetch_timeout: float = 5.0
     direct_fetch: bool | None = None
-    resync_interval: float = 10.0
 
     def __post_init__(self):
         s = object.__setattr__
@@ -156,7 +153,7 @@ class DispatchOptions:
             raise ModelError(f"lp_grouping: expected 'auto', 'groups' or 'machines', got {_show(self.lp_grouping)}")
         if self.resolve_every is not None:
             s(self, "resolve_every", _number("resolve_every", self.resolve_every, lo_open=True))
-        for name in ("monitor_interval", "worker_wait", "fetch_timeout", "resync_interval"):
+        for name in ("monitor_interval", "worker_wait", "fetch_timeout"):
             s(self, name, _number(name, getattr(self, name), lo_open=True))
         s(self, "drift_threshold", _number("drift_threshold", self.drift_threshold, lo_open=True, what="a ratio"))
         s(self, "min_samples", _integer("min_samples", self.min_samples, 1))
