@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from .errors import HetschedError
+from .validation import check_file
 
 __all__ = ["OutputError", "InputError", "check_output", "atomic_output", "write_bytes", "write_text",
            "check_input", "open_input", "read_input", "inside", "MAX_INPUT_BYTES"]
@@ -158,26 +159,14 @@ def write_text(path: str | os.PathLike, text: str, *, force: bool = False, what:
 def check_input(path: str | os.PathLike, *, what: str = "", max_bytes: int | None = MAX_INPUT_BYTES) -> Path:
     """``path`` if it names a readable regular file of at most ``max_bytes``; else :class:`InputError`.
 
-    Checks only (``stat``): nothing is opened, so a FIFO cannot block it.
+    Checks only (``stat``): nothing is opened, so a FIFO cannot block it. The
+    check is :func:`hetsched.validation.check_file` (the project's one
+    regular-file check), with the file's label in the message.
     """
     s = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     if not s or "\x00" in s or len(s) > 4096:
         raise InputError(f"{what or 'file'}: not a file path: {str(path)[:80]!r}")
-    p = Path(s)
-    name = _label(what, p)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{name}: {_reason(exc)}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"{name} is a folder, not a file")
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{name} is not a regular file (a pipe or a device?)")
-    if max_bytes is not None and st.st_size > max_bytes:
-        raise InputError(f"{name} is {st.st_size:,} bytes, over the limit of {max_bytes:,}")
-    return p
+    return Path(check_file(s, _label(what, Path(s)), show_path=False, max_bytes=max_bytes, error=InputError))
 
 
 def open_input(path: str | os.PathLike, *, what: str = "", max_bytes: int | None = MAX_INPUT_BYTES) -> IO[bytes]:

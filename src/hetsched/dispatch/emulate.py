@@ -122,14 +122,12 @@ _LEAN = LEAN_SETTINGS  # the name of earlier versions
 
 
 def quiet_dask() -> None:
-    """Silence distributed's loggers and its port warnings (they would precede our own messages)."""
-    import warnings
+    """:func:`hetsched.runner.quiet_dask` (distributed's loggers and port warnings), and the loggers a
+    dispatcher's client and its interrupted shutdown would print to."""
+    from ..runner import quiet_dask as quiet_runner
 
-    warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
-    warnings.filterwarnings("ignore", module=r"distributed\..*", category=UserWarning)
-    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
-                 "distributed.core", "distributed.http.proxy", "distributed.deploy", "distributed.client",
-                 "distributed.comm", "distributed.batched", "tornado.application"):
+    quiet_runner()
+    for name in ("distributed.client", "distributed.comm", "distributed.batched", "tornado.application"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     # a value fetch abandoned because its worker died leaves Dask's internal waiters unread; asyncio would
     # report each ("Task exception was never retrieved") on stderr

@@ -53,6 +53,9 @@ def simulate_cmd(
                                            "arrival, start, end, machine, attempts, rep) to this Parquet file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    outdir: Optional[Path] = typer.Option(None, "--outdir", help="Also write the result (CSV, Parquet, JSON with "
+                                          "provenance) into this folder, for `hetsched report`."),
+    force: bool = typer.Option(False, "--force", help="With --outdir: replace the results already there."),
 ) -> None:
     """Simulate SCENARIO under one policy; print Qbar (or W) with its 95% confidence interval."""
     from ..errors import HetschedError
@@ -82,6 +85,15 @@ def simulate_cmd(
 
         tw = workload(trace, system, classes="runtime" if classes is None else classes, load=rho)
         options["trace"] = tw
+    prov = None
+    if outdir is not None:  # checked before the run (one line), so that a bad folder never costs a finished run
+        from .. import provenance
+        from ..resultsio import prepare_outdir
+
+        prepare_outdir(outdir, force=force)
+        prov = provenance.start(seed=seed, reps=reps, horizon=horizon, backend=backend, workers=workers)
+    elif force:
+        raise HetschedError("--force applies with --outdir only")
     entry = model.load_entry()
     res = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
                 backend=backend, scheduler=scheduler, progress=not (json_out or no_progress), options=options)
@@ -95,14 +107,37 @@ def simulate_cmd(
         write_records(res.records, records, meta={"model": out.get("model"), "scenario": system.id,
                                                    "policy": out["policy"], "seed": seed, "reps": reps,
                                                    "trace": None if trace is None else str(trace),
-                                                   "load": out.get("load"), "machines": system.M})
+                                                   "load": out.get("load"), "machines": system.M,
+                                                   **_names(system)})
         out["records"] = str(records)
+    if outdir is not None and not isinstance(res, dict):
+        _write_outdir(res, out, system, outdir, prov)
     if json_out:
         emit_json(out)
         return
     if tw is not None and rho is None:  # the log on its own time axis: the LP's verdict for its class mix
         typer.echo(f"{trace}: {len(tw)} jobs; {tw.verdict}")
     _print(out)
+
+
+def _names(system) -> dict:
+    """The system's class names (where the user gave them) and machine names, for files a report reads."""
+    cn = system.class_names
+    given = getattr(system, "class_names_given", cn is not None)
+    mn = getattr(system, "machine_names", None) or system.machine_labels()
+    return {"class_names": list(cn) if cn and given else None, "machine_names": list(mn)}
+
+
+def _write_outdir(res, out: dict, system, outdir: Path, prov) -> None:
+    """``--outdir``: the result as a results folder for ``hetsched report`` (:mod:`hetsched.resultsio`)."""
+    from ..resultsio import write_results
+
+    df = res.to_frame()
+    doc = {"id": f"simulate {system.id} {out['policy']}", "kind": "simulate", **out, **_names(system),
+           "rows": df.astype(object).where(df.notna(), None).to_dict("records"),
+           "provenance": prov.finish("complete").as_dict()}
+    write_results(outdir, doc, table=repr(res))
+    out["outdir"] = str(outdir)
 
 
 def _check_out(path: Path) -> None:
@@ -171,3 +206,5 @@ def _print(out: dict) -> None:
                    f"{out.get('seed', '?')}: {out['events']:,} events in {out['wall_seconds']:.2f} s")
     if out.get("records"):
         typer.echo(f"  records: {out['records']}")
+    if out.get("outdir"):
+        typer.echo(f"  results: {out['outdir']} (for `hetsched report`)")
