@@ -12,6 +12,7 @@ A new public result type adds a factory here.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -30,6 +31,28 @@ def _sim_stable():
 def _sim_unstable():
     sys_ = hs.System.from_arrays(alpha=[1.5], mu=[[1.0]])
     return hs.simulate(sys_, "mct", reps=2, horizon=2_000, seed=1, workers=1)
+
+
+@functools.lru_cache(maxsize=None)
+def _dispatch(unstable: bool = False):
+    """A real dispatch run on an in-process cluster of 2 workers, 8 emulated tasks of ~2 ms."""
+    pytest.importorskip("distributed")
+    from hetsched.dispatch import Dispatcher, Emulation, local_cluster
+    from hetsched.dispatch.worker import KIND_EMULATE
+
+    cluster, client = local_cluster(2)
+    try:
+        rates = {"0": [2.0, 1.0], "1": [1.0, 2.0]}
+        d = Dispatcher(client, ["small", "big"], rates, policy="lpas-dg", alpha=[3.0, 3.0] if unstable else [1.0, 1.0],
+                       allow_unstable=unstable, time_unit=0.002, emulation=Emulation(rates, {}, 0.002),
+                       adapt_arrivals=False, adapt_rates=False)
+        d.add_many([("small" if k % 2 else "big", KIND_EMULATE, 1.0) for k in range(8)])
+        res = d.run(timeout=60)
+        d.close()
+    finally:
+        client.close()
+        cluster.close()
+    return res
 
 
 def _compare():
@@ -104,6 +127,8 @@ def _sim_trace_no_ci():
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
+    "DispatchResult(ok)": _dispatch,
+    "DispatchResult(unstable)": lambda: _dispatch(unstable=True),
     "CompareResult(stable)": _compare,
     "CompareResult(unstable)": _compare_unstable,
     "ExperimentResult(exact)": _experiment_exact,
@@ -173,6 +198,18 @@ def test_unstable_mean_is_never_the_untrusted_number():
     assert all(pc["mean"] is None for pc in res.per_class)
     df = res.to_frame()
     assert df["value"].isna().all() and np.isfinite(df["value_untrusted"]).all()
+
+
+def test_dispatch_unstable_keeps_the_number_out_of_the_first_field():
+    res = FACTORIES["DispatchResult(unstable)"]()
+    assert res.status == 1 and not res.success and res.completed == 8 and res.lost == 0
+    assert math.isnan(res.mean_response) and res.mean_response_untrusted > 0
+    d = res.as_dict()
+    assert d["mean_response"] is None and d["mean_response_untrusted"] > 0
+    assert all(pc["mean_response"] is None for pc in d["per_class"])
+    df = res.to_frame()
+    mr = df[df["measure"] == "mean_response"]
+    assert mr["value"].isna().all() and (mr["value_untrusted"] > 0).all()
 
 
 def test_experiment_status_follows_its_rows():
