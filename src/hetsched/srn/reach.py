@@ -115,7 +115,7 @@ def reach_memory_bytes(net: Net, max_states: int = DEFAULT_MAX_STATES) -> int:
         raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
     P = max(1, len(net.place_names))
     T = max(1, len(net.transitions))
-    per_state = 12 * P + 32 + 24 + 80 + 120 * T
+    per_state = 12 * P + 32 + 24 + 80 + 12 + 120 * T   # 12: the firing path (parent, transition)
     return int(max_states) * per_state
 
 
@@ -167,8 +167,12 @@ def _mult(ev: _Evaluator, m, X, what, tname) -> np.ndarray | int:
     return v
 
 
-def _fire(ev: _Evaluator, t: Transition, X: np.ndarray, pidx: dict[str, int]):
-    """Rows of ``X`` where ``t`` is enabled, the successor markings and the rate/weight."""
+def _fire(ev: _Evaluator, t: Transition, X: np.ndarray, pidx: dict[str, int], caps=()):
+    """Rows of ``X`` where ``t`` is enabled, the successor markings and the rate/weight.
+
+    ``caps``: ``(column, capacity)`` of the places with a capacity; a firing that would put
+    more tokens than that in a place is disabled.
+    """
     B = X.shape[0]
     en = np.ones(B, dtype=bool)
     ins = []
@@ -195,6 +199,14 @@ def _fire(ev: _Evaluator, t: Transition, X: np.ndarray, pidx: dict[str, int]):
     for p, m in t.outputs:
         mv = _mult(ev, m, Xe, f"multiplicity of output arc to {p}", t.name)
         Y[:, pidx[p]] += mv
+    if caps:
+        ok = np.ones(rows.size, dtype=bool)
+        for j, c in caps:
+            ok &= Y[:, j] <= c
+        if not ok.all():
+            rows, Xe, Y = rows[ok], Xe[ok], Y[ok]
+            if rows.size == 0:
+                return rows, None, None
     what = "rate" if t.timed else "weight"
     if callable(t.value):
         val = np.asarray(ev(t.value, Xe, what, t.name), dtype=np.float64)
@@ -203,15 +215,57 @@ def _fire(ev: _Evaluator, t: Transition, X: np.ndarray, pidx: dict[str, int]):
             i = int(np.flatnonzero(bad)[0])
             raise ModelError(f"{what} of transition {t.name!r} is {val[i]!r} (must be finite and >= 0) "
                              f"in marking {MarkingView(Xe[i], ev.index)!r}")
-        keep = val > 0  # a zero rate/weight means: does not fire in that marking
-        if not keep.all():
-            rows, Y, val = rows[keep], Y[keep], val[keep]
     else:
         val = np.full(rows.size, t.value)
+    if t.servers != 1:
+        val = val * enabling_degree(t, ins, Xe, rows, t.servers)
+    keep = val > 0  # a zero rate/weight means: does not fire in that marking
+    if not keep.all():
+        rows, Y, val = rows[keep], Y[keep], val[keep]
     return rows, Y, val
 
 
-def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 65536) -> StateSpace:
+def enabling_degree(t: Transition, ins, Xe: np.ndarray, rows: np.ndarray, servers: float) -> np.ndarray:
+    """``min(servers, d)`` for the enabled markings ``Xe`` (rows ``rows`` of the batch), where the
+    enabling degree ``d`` is the smallest ``#p // multiplicity`` over input arcs of multiplicity
+    > 0 (``ins``: ``(column, multiplicity)``, a multiplicity an array over the batch when it
+    depends on the marking), and 1 for a transition without one (GreatSPN's rule)."""
+    d = None
+    for j, mv in ins:
+        w = mv[rows] if isinstance(mv, np.ndarray) else np.full(rows.size, mv)
+        pos = w > 0
+        if not pos.any():
+            continue
+        k = np.where(pos, Xe[:, j] // np.where(pos, w, 1), np.iinfo(np.int64).max)
+        d = k if d is None else np.minimum(d, k)
+    if d is None:
+        return np.ones(rows.size)
+    d = np.where(d == np.iinfo(np.int64).max, 1, d)
+    d = np.maximum(d, 1)  # enabled: every arc is satisfied at least once
+    return np.minimum(d, servers).astype(np.float64) if servers != np.inf else d.astype(np.float64)
+
+
+def _token_bounds(net: Net, max_tokens) -> np.ndarray | None:
+    """The per-place token bound of :func:`explore` as an array (None: no bound)."""
+    if max_tokens is None:
+        return None
+    names = net.place_names
+    b = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
+    if isinstance(max_tokens, dict):
+        items = max_tokens.items()
+    else:
+        items = ((p, max_tokens) for p in names)
+    for p, v in items:
+        if p not in names:
+            raise ModelError(f"max_tokens: unknown place {p!r}; known: {', '.join(names)}")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ModelError(f"max_tokens: the bound of place {p!r} must be an integer >= 0, got {v!r}")
+        b[names.index(p)] = int(v)
+    return b
+
+
+def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 65536,
+            max_tokens: int | dict[str, int] | None = None, detect_unbounded: bool = True) -> StateSpace:
     """Generate the reachability graph of ``net``.
 
     Parameters
@@ -219,9 +273,22 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
     net : Net
     max_states : int
         Stop with :class:`~hetsched.errors.ModelError` when more markings (tangible
-        plus vanishing) are reached; an unbounded net always hits this limit.
+        plus vanishing) are reached.
     chunk : int
         Markings processed per vectorised batch.
+    max_tokens : int or dict, optional
+        A token bound per place (an int for every place, or ``{place: bound}``): a
+        reachable marking with more tokens in a place stops the exploration with a
+        :class:`~hetsched.errors.ModelError` naming the place and the marking.
+    detect_unbounded : bool
+        Look for a proof of unboundedness while exploring (default): each time the number
+        of markings doubles (from 64), a place whose largest token count grew is traced back
+        along the firing path that reached its largest count; if an earlier marking on that
+        path is covered by the later one (no fewer tokens anywhere, more in some places)
+        and nothing that reads the growing places can stop the same firing sequence from
+        repeating (see :mod:`hetsched.srn.bounded`), the net is unbounded and the
+        exploration stops with a :class:`~hetsched.errors.ModelError` naming the place -
+        long before ``max_states``.
 
     Returns
     -------
@@ -230,11 +297,15 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
     Notes
     -----
     Semantics (SPNP/GSPN): a marking is *vanishing* if some immediate transition is
-    enabled; there only the enabled immediate transitions of highest priority fire,
-    with probability proportional to their weights; timed transitions fire only in
-    tangible markings. An enabled transition has enough tokens on its input arcs,
-    fewer tokens than the multiplicity on each inhibitor arc, and a true guard.
+    enabled (any priority, 0 included); there only the enabled immediate transitions of
+    highest priority fire, with probability proportional to their weights; timed
+    transitions fire only in tangible markings. An enabled transition has enough tokens
+    on its input arcs, fewer tokens than the multiplicity on each inhibitor arc, a true
+    guard, and its firing puts no place above its capacity. A timed transition with
+    ``servers`` k fires at ``rate * min(k, enabling degree)``.
     """
+    from .bounded import find_unbounded
+
     if isinstance(max_states, bool) or not isinstance(max_states, (int, np.integer)) or max_states < 1:
         raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
     if max_states >= 2**31 - 1:
@@ -246,7 +317,9 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
     trs = net.transitions
     if not trs:
         raise ModelError("the net has no transitions")
+    bound = _token_bounds(net, max_tokens)
     pidx = {p: j for j, p in enumerate(names)}
+    caps = tuple((pidx[p], c) for p, c in net.capacities.items())
     P = len(names)
     ev = _Evaluator(pidx)
     imm = [(k, t) for k, t in enumerate(trs) if not t.timed]
@@ -254,10 +327,19 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
 
     cap = 1024
     store = np.empty((cap, P), dtype=np.int32)
+    parent = np.full(cap, -1, dtype=np.int64)     # the marking that first reached each one ...
+    ptrans = np.full(cap, -1, dtype=np.int32)     # ... and the transition it fired
     table = np.full(4096, -1, dtype=np.int64)
     vanishing = np.zeros(cap, dtype=bool)
-    n = K.insert_rows(table, store, 0, net.initial_marking.astype(np.int32)[None, :], np.empty(1, np.int64))
+    m0 = net.initial_marking
+    if bound is not None and (m0 > bound).any():
+        j = int(np.argmax(m0 > bound))
+        raise ModelError(f"max_tokens: place {names[j]!r} starts with {int(m0[j])} tokens, more than its bound "
+                         f"{int(bound[j])}")
+    n = K.insert_rows(table, store, 0, m0.astype(np.int32)[None, :], np.empty(1, np.int64))
     head = 0
+    next_check = 64
+    seen_max = m0.astype(np.int64).copy()
     E_src, E_dst, E_tr, E_val = [], [], [], []
     while head < n:
         hi = min(n, head + chunk)
@@ -265,10 +347,10 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
         B = hi - head
         cand_rows, cand_Y, cand_tr, cand_val = [], [], [], []
         # immediate transitions first: they decide which markings are vanishing
-        maxprio = np.zeros(B, dtype=np.int64)
+        maxprio = np.full(B, -1, dtype=np.int64)
         fired = []
         for k, t in imm:
-            rows, Y, val = _fire(ev, t, X, pidx)
+            rows, Y, val = _fire(ev, t, X, pidx, caps)
             if rows.size:
                 fired.append((k, t.priority, rows, Y, val))
                 np.maximum.at(maxprio, rows, t.priority)
@@ -277,12 +359,12 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
             if keep.any():
                 cand_rows.append(rows[keep]); cand_Y.append(Y[keep])
                 cand_tr.append(np.full(int(keep.sum()), k, np.int32)); cand_val.append(val[keep])
-        van = maxprio > 0
+        van = maxprio >= 0
         tang_rows = np.flatnonzero(~van)
         if tang_rows.size:
             XT = X[tang_rows]
             for k, t in tim:
-                rows, Y, val = _fire(ev, t, XT, pidx)
+                rows, Y, val = _fire(ev, t, XT, pidx, caps)
                 if rows.size:
                     cand_rows.append(tang_rows[rows]); cand_Y.append(Y)
                     cand_tr.append(np.full(rows.size, k, np.int32)); cand_val.append(val)
@@ -301,6 +383,8 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
                             reach_memory_bytes(net, newcap))
                 store = np.concatenate([store, np.empty((newcap - cap, P), np.int32)])
                 vanishing = np.concatenate([vanishing, np.zeros(newcap - cap, bool)])
+                parent = np.concatenate([parent, np.full(newcap - cap, -1, np.int64)])
+                ptrans = np.concatenate([ptrans, np.full(newcap - cap, -1, np.int32)])
                 cap = newcap
             if 2 * need > table.shape[0]:
                 size = table.shape[0]
@@ -309,11 +393,35 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
                 table = np.full(size, -1, dtype=np.int64)
                 K.rehash(store, n, table)
             dst = np.empty(E, np.int64)
+            n_old = n
             n = K.insert_rows(table, store, n, Yall, dst)
-            E_src.append(np.concatenate(cand_rows).astype(np.int64) + head)
+            src = np.concatenate(cand_rows).astype(np.int64) + head
+            trn = np.concatenate(cand_tr)
+            if n > n_old:  # first discoverer of each new marking: its parent on a firing path
+                new_idx, first = np.unique(dst[dst >= n_old], return_index=True)
+                sel = np.flatnonzero(dst >= n_old)[first]
+                parent[new_idx] = src[sel]
+                ptrans[new_idx] = trn[sel]
+                if bound is not None:
+                    over = store[n_old:n] > bound
+                    if over.any():
+                        i, j = np.argwhere(over)[0]
+                        m = MarkingView(store[n_old + i].astype(np.int64), pidx)
+                        raise ModelError(f"max_tokens: place {names[j]!r} reaches {int(store[n_old + i, j])} "
+                                         f"tokens, more than its bound {int(bound[j])}, in marking {m!r}")
+            E_src.append(src)
             E_dst.append(dst)
-            E_tr.append(np.concatenate(cand_tr))
+            E_tr.append(trn)
             E_val.append(np.concatenate(cand_val))
+        if detect_unbounded and n >= next_check:
+            next_check = 2 * n
+            cur = store[:n].max(axis=0).astype(np.int64)
+            grew = np.flatnonzero(cur > seen_max)
+            seen_max = cur
+            if grew.size:
+                msg = find_unbounded(net, store, parent, ptrans, n, grew, ev.index)
+                if msg:
+                    raise ModelError(f"{msg}; found after {n} markings in {time.perf_counter() - t0:.2g} s")
         if n > max_states:
             bounds = store[:n].max(axis=0)
             j = int(np.argmax(bounds))
