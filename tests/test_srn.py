@@ -186,10 +186,26 @@ def test_absorbing_state_in_steady_state():
     net.places(A=1, B=0)
     net.timed("die", 1.0, inputs={"A": 1}, outputs={"B": 1})
     c = to_ctmc(explore(net))
-    with pytest.raises(ModelError, match="absorbing"):
-        steady_state(c)
-    # transient analysis still works
+    st = steady_state(c)
+    assert st.success and st.absorbing == 1 and st.pi[c.markings[:, 1].argmax()] == 1.0
+    # transient analysis agrees at a long horizon
     assert transient(c, [50.0])[0][c.markings[:, 1].argmax()] == pytest.approx(1.0)
+
+
+def test_long_run_distribution_with_several_closed_classes():
+    """From A the chain ends in absorbing B (rate 2) or in the class {C, D} (rate 1), where it spends
+    3/4 of the time in C: long run 2/3, 1/3 * 3/4, 1/3 * 1/4 (closed form)."""
+    net = Net("two")
+    net.places(A=1, B=0, C=0, D=0)
+    net.timed("toB", 2.0, inputs={"A": 1}, outputs={"B": 1})
+    net.timed("toC", 1.0, inputs={"A": 1}, outputs={"C": 1})
+    net.timed("cd", 1.0, inputs={"C": 1}, outputs={"D": 1})
+    net.timed("dc", 3.0, inputs={"D": 1}, outputs={"C": 1})
+    r = solve(net)
+    assert r.success and r.steady.closed_classes == 2 and "2 closed classes" in r.message
+    for p, v in (("A", 0.0), ("B", 2 / 3), ("C", 0.25), ("D", 1 / 12)):
+        assert r.tokens[p] == pytest.approx(v, abs=1e-15)
+    assert r.throughputs["cd"] == pytest.approx(r.throughputs["dc"]) == pytest.approx(1 / 12 * 3)
 
 
 def test_guard_that_raises_names_the_transition():

@@ -1,7 +1,8 @@
 """``hetsched srn ...`` commands.
 
-Contract: ``hetsched srn gang --policy LS|LC1|LC2 --arrival-rate L [--json]`` and
-``hetsched srn export gang [gang options] --format pnml|prism-explicit|drn -o PATH``.
+Contract: ``hetsched srn gang --policy LS|LC1|LC2 --arrival-rate L [--json]``,
+``hetsched srn export gang [gang options] --format pnml|prism-explicit|drn -o PATH`` and
+``hetsched srn solve FILE.pnml|FILE.PNPRO [--page NAME] [--json]``.
 
 Every numeric option is checked before anything is built (NaN, inf, zero or
 negative where meaningless, and sizes whose state space could not be explored
@@ -18,7 +19,7 @@ import typer
 from .._cliutil import emit_json, guard
 from ..errors import ModelError
 
-srn_app = typer.Typer(help="Stochastic reward nets: the grid gang-scheduling model (Ro & Cao).",
+srn_app = typer.Typer(help="Stochastic reward nets: net files (PNML, GreatSPN) and the grid gang-scheduling model (Ro & Cao).",
                       no_args_is_help=True)
 export_app = typer.Typer(help="Write a net or its CTMC in a format other tools load (Storm, GreatSPN, PRISM).",
                          no_args_is_help=True)
@@ -234,6 +235,111 @@ def export_gang_cmd(
 
 
 srn_app.add_typer(export_app, name="export")
+
+
+def _params(values: list[str]) -> dict:
+    out = {}
+    for v in values or []:
+        k, eq, x = v.partition("=")
+        if not eq or not k.strip():
+            raise ModelError(f"--param: expected NAME=VALUE, got {v!r}")
+        try:
+            num = float(x)
+        except ValueError:
+            raise ModelError(f"--param {k.strip()}: expected a number, got {x!r}") from None
+        out[k.strip()] = int(num) if x.strip().lstrip("+-").isdigit() else num
+    return out
+
+
+def _measures(values: list[str]) -> dict:
+    import re
+
+    out = {}
+    for v in values or []:
+        m = re.match(r"\s*([^={}]+?)\s*=\s*(?=[-+.\d\w]*\s*\*?\s*[EPX]\{)(.*)$", v)
+        name, text = (m.group(1), m.group(2)) if m else (v.strip(), v)
+        out[name] = text
+    return out
+
+
+def _show(res, echo) -> None:
+    from ..results import fmt
+
+    st = res.steady
+    echo(f"{res.net.meta.get('file', res.net.name)}" + (f", page {res.net.meta['page']!r}" if res.net.meta.get("page")
+                                                         else "")
+         + f": {res.space.n_tangible} tangible markings ({res.space.n_vanishing} vanishing), solver {st.method} "
+           f"(residual {st.residual:.1e}), {res.seconds:.3g} s")
+    if st.closed_classes > 1:
+        echo(f"  {res.message}")
+    if not res.success:
+        echo(f"  warning: {res.message}; the numbers below are untrusted", err=True)
+    w = max([len(k) for k in list(res.raw_tokens) + list(res.raw_throughputs) + list(res.raw_measures)] + [10])
+    echo(f"  {'place':{w}s}  expected tokens")
+    for k, v in res.raw_tokens.items():
+        echo(f"  {k:{w}s}  {fmt(v, 10)}")
+    echo(f"  {'transition':{w}s}  throughput")
+    for k, v in res.raw_throughputs.items():
+        echo(f"  {k:{w}s}  {fmt(v, 10)}")
+    if res.raw_measures:
+        echo(f"  {'measure':{w}s}  value")
+        for k, v in res.raw_measures.items():
+            echo(f"  {k:{w}s}  {fmt(v, 10)}")
+    for note in res.net.meta.get("notes", []):
+        echo(f"  note: {note}")
+
+
+@srn_app.command("solve")
+@guard
+def solve_cmd(
+    file: Path = typer.Argument(..., help="A PNML file (Storm, PIPE, PNML 2009) or a GreatSPN project (.PNPRO)."),
+    page: str = typer.Option(None, "--page", help="The page (GreatSPN) or net id (PNML) to solve; default: every "
+                                                  "net page of the file."),
+    param: list[str] = typer.Option(None, "--param", help="NAME=VALUE for a parameter (GreatSPN template) or a "
+                                                          "constant of the file; repeatable."),
+    measure: list[str] = typer.Option(None, "--measure", help="A performance index in GreatSPN's syntax, "
+                                                              "optionally named: 'busy=E{#P1 + #P2}', "
+                                                              "'P{#Q > 0}', 'X{T1}'; repeatable."),
+    method: str = typer.Option("auto", "--method", help="Steady-state solver: auto, direct, iad or sor."),
+    max_states: int = typer.Option(5_000_000, "--max-states", help="Stop beyond this many markings."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Stop when a place holds more tokens than this."),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Solve the nets of a PNML or GreatSPN file: expected tokens, throughputs, the file's measures."""
+    from ..errors import HetschedError
+    from .analysis import solve
+    from .files import pages, read
+    from .solve import METHODS
+
+    if method not in METHODS:
+        raise ModelError(f"--method: expected one of {', '.join(METHODS)}, got {method!r}")
+    _int("--max-states", max_states, 1, 2**31 - 2)
+    if max_tokens is not None:
+        _int("--max-tokens", max_tokens, 0)
+    params, extra = _params(param), _measures(measure)
+    names = [page] if page is not None else [p.name for p in pages(file) if p.kind == "net"]
+    single = page is not None or len(names) <= 1
+    out, refused = [], []
+    for name in names or [None]:
+        try:
+            net = read(file, page=name if not single or page is not None else None, params=params)
+            res = solve(net, method=method, max_states=max_states, max_tokens=max_tokens, measures=extra)
+        except HetschedError as exc:
+            if single:
+                raise
+            refused.append((name, str(exc)))
+            out.append({"page": name, "success": False, "refused": True, "message": str(exc)})
+            if not json_out:
+                typer.echo(f"{file}, page {name!r}: not solved: {exc}")
+            continue
+        out.append({**res.as_dict(), "page": name} if name is not None else res.as_dict())
+        if not json_out:
+            _show(res, typer.echo)
+    if not single and len(refused) == len(names):
+        raise ModelError(f"{file}: no page is a net this solver takes: "
+                         + "; ".join(f"{n!r}: {m}" for n, m in refused))
+    if json_out:
+        emit_json({"file": str(file), "pages": out})
 
 
 def register(app: typer.Typer) -> None:

@@ -137,6 +137,11 @@ class Net:
         self.name = _check_name("net", name)
         self._places: dict[str, Place] = {}
         self._transitions: dict[str, Transition] = {}
+        #: performance measures the net defines (name -> GreatSPN text, parsed measure or Reward);
+        #: :func:`hetsched.srn.solve` evaluates them
+        self.measures: dict[str, Any] = {}
+        #: where the net comes from (``file``, ``format``, ``page``, ``constants``, ...)
+        self.meta: dict[str, Any] = {}
 
     # -- construction -------------------------------------------------------
     def place(self, name: str, initial: int = 0, capacity: int | None = None) -> "Net":

@@ -450,6 +450,15 @@ class CTMC:
     t_trans: np.ndarray            # ... transition index
     t_value: np.ndarray            # ... rate
     seconds: float = 0.0
+    # vanishing markings (for the throughput of immediate transitions): their indices in the
+    # state space, R_TV (rates tangible -> vanishing), P_VV, and every immediate firing
+    # (source vanishing index, transition index, probability)
+    van_states: np.ndarray | None = None
+    rtv: sp.csr_matrix | None = None
+    pvv: sp.csr_matrix | None = None
+    v_src: np.ndarray | None = None
+    v_trans: np.ndarray | None = None
+    v_prob: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -541,8 +550,12 @@ def to_ctmc(space: StateSpace) -> CTMC:
     else:
         e = sp.csr_matrix(([1.0], ([0], [loc[0]])), shape=(1, nV))
         p0 = np.asarray(_series(e, P_VV, P_VT).todense()).ravel()
+    extra = {}
+    if nV:
+        extra = dict(van_states=np.flatnonzero(van), rtv=R_TV.tocsr(), pvv=P_VV.tocsr(), v_src=loc[vs],
+                     v_trans=space.trans[~s_t], v_prob=prob)
     return CTMC(Q=Q, markings=space.markings[tang][order], p0=p0, space=space,
-                t_src=lts, t_trans=ttr, t_value=tv, seconds=time.perf_counter() - t0)
+                t_src=lts, t_trans=ttr, t_value=tv, seconds=time.perf_counter() - t0, **extra)
 
 
 def _generator(n: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> sp.csr_matrix:
