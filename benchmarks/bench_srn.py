@@ -45,7 +45,7 @@ CMD = "python benchmarks/bench_srn.py"
 _CHILD = r"""
 import json, resource, statistics, sys, time
 from hetsched.srn import explore, mark, rate, steady_state, to_ctmc
-from hetsched.srn.solve import expect
+from hetsched.srn.steady import expect
 from hetsched.srn.storm import GangGSPN, gang_gspn
 
 def cpu():

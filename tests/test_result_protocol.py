@@ -32,9 +32,45 @@ def _sim_unstable():
     return hs.simulate(sys_, "mct", reps=2, horizon=2_000, seed=1, workers=1)
 
 
+def _srn_net():
+    from hetsched.srn import Net
+
+    net = Net("mm2k <b>")   # a name to escape in HTML
+    net.places(F=4, W=0, S=2, B=0)
+    net.timed("arrive", 2.0, inputs={"F": 1}, outputs={"W": 1})
+    net.immediate("start", inputs={"W": 1, "S": 1}, outputs={"B": 1})
+    net.timed("done", 1.0, inputs={"B": 1}, outputs={"S": 1, "F": 1}, servers=2)
+    return net
+
+
+def _srn_result():
+    from hetsched.srn import solve
+
+    return solve(_srn_net(), measures={"busy": "E{#B}"})
+
+
+def _srn_not_converged():
+    from hetsched.srn import solve
+
+    return solve(_srn_net(), method="sor", maxiter=1, tol=1e-15)
+
+
+def _steady_state():
+    return _srn_result().steady
+
+
+def _gang_result():
+    return hs.solve_gang(policy="LC2", arrival_rate=1.5, capacity=4, forward=(0, 2), reverse=(0, 1),
+                         servers=(3, 3), gang_size=2, local_capacity=(1, 1))
+
+
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
+    "SRNResult": _srn_result,
+    "SRNResult(not converged)": _srn_not_converged,
+    "SteadyState": _steady_state,
+    "GangResult": _gang_result,
 }
 
 
@@ -92,5 +128,15 @@ def test_unstable_mean_is_never_the_untrusted_number():
     d = res.as_dict()
     assert d["mean"] is None and d["ci"] == [None, None] and d["mean_untrusted"] == pytest.approx(res.mean_untrusted)
     assert all(pc["mean"] is None for pc in res.per_class)
+    df = res.to_frame()
+    assert df["value"].isna().all() and np.isfinite(df["value_untrusted"]).all()
+
+
+def test_srn_untrusted_numbers_are_not_the_values():
+    res = _srn_not_converged()
+    assert res.status == 1 and not res.success
+    assert all(math.isnan(v) for v in res.tokens.values())
+    d = res.as_dict()
+    assert d["tokens"]["B"] is None and d["tokens_untrusted"]["B"] == pytest.approx(res.raw_tokens["B"])
     df = res.to_frame()
     assert df["value"].isna().all() and np.isfinite(df["value_untrusted"]).all()

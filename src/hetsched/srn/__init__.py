@@ -23,7 +23,7 @@ _LAZY = {
     "Measure": "expr", "parse_measure": "expr",
     **{name: "net" for name in ("MarkingView", "Net", "Reward", "mark", "rate", "reward")},
     **{name: "reach" for name in ("CTMC", "StateSpace", "explore", "to_ctmc")},
-    **{name: "solve" for name in ("SteadyState", "expect", "steady_state", "transient")},
+    **{name: "steady" for name in ("SteadyState", "expect", "steady_state", "transient")},
 }
 
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

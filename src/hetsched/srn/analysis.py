@@ -13,7 +13,7 @@ from ..results import Result, fmt, jsonable
 from .expr import Measure, parse_measure
 from .net import Net, Reward
 from .reach import CTMC, DEFAULT_MAX_STATES, StateSpace, explore, to_ctmc
-from .solve import SteadyState, expect, steady_state, transient
+from .steady import SteadyState, expect, steady_state, transient
 
 __all__ = ["SRNResult", "solve", "as_measure"]
 
@@ -117,7 +117,7 @@ class SRNResult(Result):
     def transient(self, r: Reward, times) -> np.ndarray:
         """Expected reward rate at each of ``times`` from the initial marking."""
         P = transient(self.ctmc, times)
-        from .solve import reward_vector
+        from .steady import reward_vector
 
         return P @ reward_vector(self.ctmc, r)
 

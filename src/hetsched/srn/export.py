@@ -191,7 +191,7 @@ def to_pnml(net: Net, path: str | Path | None = None) -> str:
 
 
 def _rewards(ctmc: CTMC, rewards: dict[str, Reward] | None) -> dict[str, np.ndarray]:
-    from .solve import reward_vector
+    from .steady import reward_vector
 
     return {k: reward_vector(ctmc, r) for k, r in (rewards or {}).items()}
 
