@@ -100,10 +100,11 @@ def main() -> None:
                 cells["ours"] = f"{ours['states']} ({ours['vanishing']} vanishing), {ours['classes']} class(es)"
                 if len(res) > 1:
                     s = res[1]
-                    if s["route"] != route:
-                        continue
-                    cells[route] = (f"{s['storm_states']} states, tokens {s['tokens']:.1e}, "
-                                    f"throughputs {s['throughput']:.1e}")
+                    if s["route"].startswith("none"):
+                        cells[route] = "nothing can fire (no Storm run needed)"
+                    elif s["route"] == route:
+                        cells[route] = (f"{s['storm_states']} states, tokens {s['tokens']:.1e}, "
+                                        f"throughputs {s['throughput']:.1e}")
                 else:
                     cells[route] = f"Storm failed: {err}"
             rows.append((f.name, page, cells.get("ours", ""), cells.get("file", "-"), cells.get("export", "-")))

@@ -16,7 +16,8 @@ A project holds pages: ``<gspn>`` pages are nets; ``dta``, ``measures``,
 * ``constant`` (``consttype`` INTEGER or REAL, ``value`` an expression of earlier
   constants) and ``template`` (a parameter: its ``last-binding`` is the default,
   ``params``/``--param`` override it);
-* arc ``head``, ``tail``, ``kind`` INPUT/OUTPUT/INHIBITOR (absent: INPUT from a place, OUTPUT
+* arc ``head``, ``tail``, ``kind`` INPUT/OUTPUT/INHIBITOR (``type`` in files of version < 110,
+  whose multiplicity attribute is ``multiplicity`` up to version 119; absent: INPUT from a place, OUTPUT
   from a transition, as the editor reads it), ``mult`` (default 1, an
   expression that may read the marking).
 
@@ -115,13 +116,20 @@ def draft_pnpro(root: ET.Element, source: str, page: str | None) -> Draft:
             raise ModelError(f"{where}: element <{t}> ({nm!r}) is not supported")
     places = {p[0] for p in d.places}
     trans = {t["name"] for t in d.transitions}
+    # file versions before 110 name the arc kind "type", before 120 the multiplicity "multiplicity"
+    # (the editor's PnProFormat / GspnEdge.exchangeXML)
+    try:
+        version = int(root.get("version") or 121)
+    except ValueError:
+        version = 121
+    kind_attr, mult_attr = ("kind" if version >= 110 else "type"), ("mult" if version >= 120 else "multiplicity")
     for a in (c for es in edges for c in es):
         if tag(a) != "arc":
             continue
-        head, tail, kind = a.get("head"), a.get("tail"), (a.get("kind") or "").upper()
+        head, tail, kind = a.get("head"), a.get("tail"), (a.get(kind_attr) or "").upper()
         if kind in ("", "INPUT_OR_OUTPUT"):   # GreatSPN's default: the direction decides
             kind = "INPUT" if tail in places else "OUTPUT"
-        mult = a.get("mult") or "1"
+        mult = a.get(mult_attr) or "1"
         if mult.strip().startswith("<") or "<" in mult and ">" in mult and "," in mult:
             raise ModelError(f"{where}: arc {tail!r} -> {head!r} has a coloured multiplicity {mult!r}")
         if kind in ("INPUT", "INHIBITOR"):

@@ -314,9 +314,7 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
     names = net.place_names
     if not names:
         raise ModelError("the net has no places")
-    trs = net.transitions
-    if not trs:
-        raise ModelError("the net has no transitions")
+    trs = net.transitions   # none at all: the initial marking is the only (absorbing) one
     bound = _token_bounds(net, max_tokens)
     pidx = {p: j for j, p in enumerate(names)}
     caps = tuple((pidx[p], c) for p, c in net.capacities.items())

@@ -190,7 +190,9 @@ def storm_gspn_steady_state(gspn, bounds: dict[str, int], places, solver: str = 
             raise RuntimeError(f"Storm built a {model.model_type} for a GSPN without immediate transitions")
         vals = model.state_valuations
         n = model.nr_states
-        X = np.array([[json.loads(str(vals.to_json(s)))[p] for p in places] for s in range(n)], float)
+        # a place no transition changes may be left out of the valuations: it keeps its initial tokens
+        init = {pl.get_name(): pl.get_number_of_initial_tokens() for pl in gspn.get_places()}
+        X = np.array([[json.loads(str(vals.to_json(s))).get(p, init[p]) for p in places] for s in range(n)], float)
     env = d.Environment()
     t_solve = time.perf_counter()
     if solver == "dense":
@@ -278,6 +280,12 @@ def storm_net_steady_state(net: Net, *, path=None, route: str = "auto", solver: 
             from .export import to_gspn_pnml
 
             form = gspn_form(net, space=space)
+            if not form.transitions:   # nothing ever fires: the initial marking is the whole answer
+                m0 = net.initial_marking
+                return {"route": "none (no transition can fire)", "states": 1, "eliminated": 0,
+                        "tokens": {p: float(v) for p, v in zip(names, m0)},
+                        "throughput": {t.name: 0.0 for t in net.transitions if t.timed},
+                        "build_seconds": 0.0, "solve_seconds": 0.0}
             pn = {p: f"p{i}" for i, p in enumerate(form.places)}
             tn = {t.name: f"t{i}" for i, t in enumerate(form.transitions)}
             renamed = GSPNForm(form.name if form.name.isidentifier() else "net",
