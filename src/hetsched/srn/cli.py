@@ -343,10 +343,11 @@ def solve_cmd(
         except HetschedError as exc:
             if single:
                 raise
-            refused.append((name, str(exc)))
-            out.append({"page": name, "success": False, "refused": True, "message": str(exc)})
+            msg = str(exc).removeprefix(f"{file}, page {name!r}: ")
+            refused.append((name, msg))
+            out.append({"page": name, "success": False, "refused": True, "message": msg})
             if not json_out:
-                typer.echo(f"{file}, page {name!r}: not solved: {exc}")
+                typer.echo(f"{file}, page {name!r}: not solved: {msg}")
             continue
         out.append({**res.as_dict(), "page": name} if name is not None else res.as_dict())
         if not json_out:
