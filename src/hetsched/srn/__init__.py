@@ -19,7 +19,7 @@ from .._lazy import lazy_names
 # CLI for an unrelated command) loads neither numba nor scipy.
 _LAZY = {
     "SRNResult": "analysis", "solve": "analysis",
-    **{name: "files" for name in ("read", "pages", "NetPage")},
+    **{name: "files" for name in ("read", "pages")}, "NetPage": "draft",
     "Measure": "expr", "parse_measure": "expr",
     **{name: "net" for name in ("MarkingView", "Net", "Reward", "mark", "rate", "reward")},
     **{name: "reach" for name in ("CTMC", "StateSpace", "explore", "to_ctmc")},

@@ -31,45 +31,19 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ModelError
+from .draft import Draft, NetPage, tag
 from .expr import parse, parse_measure
 from .net import Net
+from .pnml import draft_pnml, net_pages
+from .pnpro import draft_pnpro, project_pages
 
 __all__ = ["read", "pages", "NetPage", "build", "Draft"]
 
 MAX_FILE_BYTES = 256 * 2**20
-
-
-@dataclass(frozen=True)
-class NetPage:
-    """One page of a net file: ``kind`` is ``"net"`` for a net this solver reads (a GSPN page of a
-    GreatSPN project, a ``<net>`` of a PNML file) and GreatSPN's element name otherwise
-    (``dta``, ``measures``, ``multinet``, ...)."""
-
-    name: str
-    kind: str
-
-
-@dataclass
-class Draft:
-    """A net as read from a file, before its expressions are parsed (see :func:`build`)."""
-
-    name: str
-    source: str
-    fmt: str
-    page: str | None = None
-    places: list = field(default_factory=list)        # (name, marking text, capacity text | None)
-    transitions: list = field(default_factory=list)   # dicts: name, timed, value, priority, servers, guard
-    arcs: list = field(default_factory=list)          # (kind "in"|"out"|"inh", place, transition, mult text)
-    constants: dict = field(default_factory=dict)     # name -> (type "INTEGER"|"REAL", value text)
-    templates: dict = field(default_factory=dict)     # name -> (type, default value text | None)
-    measures: dict = field(default_factory=dict)      # name -> GreatSPN measure text
-    recorded: list = field(default_factory=list)      # results the file records (GreatSPN all-measures)
-    notes: list = field(default_factory=list)
 
 
 def _root(path) -> tuple[Path, ET.Element]:
@@ -89,22 +63,12 @@ def _root(path) -> tuple[Path, ET.Element]:
     return p, root
 
 
-def tag(el: ET.Element) -> str:
-    """The element name without its XML namespace."""
-    t = el.tag
-    return t.rsplit("}", 1)[-1] if isinstance(t, str) else ""
-
-
 def pages(path) -> list[NetPage]:
     """The pages of a net file: every page of a GreatSPN project, every ``<net>`` of a PNML file."""
     p, root = _root(path)
     if tag(root) == "pnml":
-        from .pnml import net_pages
-
         return net_pages(root)
     if tag(root) == "project":
-        from .pnpro import project_pages
-
         return project_pages(root)
     raise ModelError(f"{p}: not a PNML or GreatSPN project file (root element <{tag(root)}>)")
 
@@ -130,12 +94,8 @@ def read(path, *, page: str | None = None, params: dict[str, Any] | None = None)
     """
     p, root = _root(path)
     if tag(root) == "pnml":
-        from .pnml import draft_pnml
-
         d = draft_pnml(root, str(p), page)
     elif tag(root) == "project":
-        from .pnpro import draft_pnpro
-
         d = draft_pnpro(root, str(p), page)
     else:
         raise ModelError(f"{p}: not a PNML or GreatSPN project file (root element <{tag(root)}>)")

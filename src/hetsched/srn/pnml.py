@@ -28,7 +28,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..errors import ModelError
-from .files import Draft, NetPage, tag
+from .draft import Draft, NetPage, tag
 
 __all__ = ["draft_pnml", "net_pages"]
 

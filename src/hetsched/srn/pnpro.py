@@ -32,7 +32,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..errors import ModelError
-from .files import Draft, NetPage, tag
+from .draft import Draft, NetPage, tag
 
 __all__ = ["draft_pnpro", "project_pages"]
 

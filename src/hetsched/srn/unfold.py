@@ -28,7 +28,8 @@ import numpy as np
 
 from ..errors import ModelError
 from .net import Net, RecordingView
-from .reach import StateSpace, enabling_degree
+from .firing import enabling_degree
+from .reach import StateSpace
 
 __all__ = ["GSPNForm", "GSPNTransition", "gspn_form", "srn_features"]
 
