@@ -98,4 +98,4 @@ def test_solve_missing_and_non_xml_files(tmp_path):
     r = CliRunner().invoke(app, ["srn", "solve", str(tmp_path / "a.pnml")])
     assert r.exit_code == 2 and "not well-formed XML" in r.stderr
     r = CliRunner().invoke(app, ["srn", "solve", str(tmp_path)])
-    assert r.exit_code == 2 and "not a regular file" in r.stderr
+    assert r.exit_code == 2 and "is a folder, not a file" in r.stderr

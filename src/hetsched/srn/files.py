@@ -47,19 +47,14 @@ MAX_FILE_BYTES = 256 * 2**20
 
 
 def _root(path) -> tuple[Path, ET.Element]:
+    from ..safeio import open_input
+
     p = Path(path)
-    if not p.exists():
-        raise ModelError(f"{p}: no such file")
-    if p.is_symlink() and not p.resolve().is_file() or not p.is_file():
-        raise ModelError(f"{p}: not a regular file")
-    if p.stat().st_size > MAX_FILE_BYTES:
-        raise ModelError(f"{p}: larger than {MAX_FILE_BYTES // 2**20} MiB")
-    try:
-        root = ET.parse(p).getroot()
-    except ET.ParseError as exc:
-        raise ModelError(f"{p}: not well-formed XML ({exc})") from None
-    except OSError as exc:
-        raise ModelError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    with open_input(p, max_bytes=MAX_FILE_BYTES) as fh:   # a regular file, never a FIFO; size limit
+        try:
+            root = ET.parse(fh).getroot()
+        except ET.ParseError as exc:
+            raise ModelError(f"{p}: not well-formed XML ({exc})") from None
     return p, root
 
 
