@@ -271,8 +271,9 @@ def test_round_trip_export_then_solve(tmp_path, fmt):
     every place, and the throughput of every transition (an unfolded transition's copies summed)."""
     import json
 
-    ref = json.loads(_cli("srn", "gang", "--policy", "LC2", *SMALL, "--json", cwd=tmp_path).stdout)
-    r = _cli("srn", "export", "gang", "--policy", "LC2", *SMALL, "--format", fmt, "-o", f"g.{fmt}", cwd=tmp_path)
+    tiny = ["--servers", "4", "--gang-size", "2", "--capacity", "6", "--local-capacity", "1", "--arrival-rate", "2"]
+    ref = json.loads(_cli("srn", "gang", "--policy", "LC2", *tiny, "--json", cwd=tmp_path).stdout)
+    r = _cli("srn", "export", "gang", "--policy", "LC2", *tiny, "--format", fmt, "-o", f"g.{fmt}", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     back = _cli("srn", "solve", f"g.{fmt}", "--json", cwd=tmp_path)
     assert back.returncode == 0, back.stderr

@@ -164,17 +164,23 @@ register(Experiment(
 #: the combinations of readings whose claims are reported: the LS rule x the rate of T, with migration
 #: following the policy (default), and the LS rules with migration ignoring it (the reading that lets
 #: LC-2 win at low load, docs/srn.md)
-COMBOS = ([dict(ls_rule=ls, arrival=arr, migration_follows_policy=True)
+COMBOS = ([dict(ls_rule=ls, arrival=arr, migration_follows_policy=True, migration_guard="table")
            for ls in ("round-robin", "race") for arr in ("lambda", "lambda*pcont", "mu*pcont")]
-          + [dict(ls_rule=ls, arrival="lambda", migration_follows_policy=False) for ls in ("round-robin", "race")])
-#: the readings searched over the unstated rates (lambda does not enter mu*pcont)
-SEARCHED = [dict(ls_rule=ls, arrival=arr, migration_follows_policy=True)
-            for ls in ("round-robin", "race") for arr in ("lambda", "lambda*pcont")]
+          + [dict(ls_rule=ls, arrival="lambda", migration_follows_policy=False, migration_guard=g)
+             for g in ("table", "text") for ls in ("round-robin", "race")])
+#: the readings searched over the unstated rates (lambda does not enter mu*pcont): the LS rule x the
+#: rate of T, and the LS rule with migration ignoring the policy under the text's migration guard
+#: (the reading closest to C1 and C3 at the default rates)
+SEARCHED = ([dict(ls_rule=ls, arrival=arr, migration_follows_policy=True, migration_guard="table")
+             for ls in ("round-robin", "race") for arr in ("lambda", "lambda*pcont")]
+            + [dict(ls_rule=ls, arrival="lambda", migration_follows_policy=False, migration_guard="text")
+               for ls in ("round-robin", "race")])
 
 
 def _label(rd: dict) -> str:
     return (f"LS {rd['ls_rule']}, T rate {rd['arrival']}, migration "
-            f"{'follows the policy' if rd['migration_follows_policy'] else 'ignores the policy'}")
+            f"{'follows the policy' if rd['migration_follows_policy'] else 'ignores the policy'}"
+            + (", text guard" if rd.get("migration_guard") == "text" else ""))
 
 
 def _mark(v) -> str:
