@@ -124,6 +124,38 @@ def _sim_trace_no_ci():
     return hs.simulate(sys_, "mct", trace=tw, reps=5, workers=1)  # 5 windows: too few for an interval
 
 
+def _srn_net():
+    from hetsched.srn import Net
+
+    net = Net("mm2k <b>")   # a name to escape in HTML
+    net.places(F=4, W=0, S=2, B=0)
+    net.timed("arrive", 2.0, inputs={"F": 1}, outputs={"W": 1})
+    net.immediate("start", inputs={"W": 1, "S": 1}, outputs={"B": 1})
+    net.timed("done", 1.0, inputs={"B": 1}, outputs={"S": 1, "F": 1}, servers=2)
+    return net
+
+
+def _srn_result():
+    from hetsched.srn import solve
+
+    return solve(_srn_net(), measures={"busy": "E{#B}"})
+
+
+def _srn_not_converged():
+    from hetsched.srn import solve
+
+    return solve(_srn_net(), method="sor", maxiter=1, tol=1e-15)
+
+
+def _steady_state():
+    return _srn_result().steady
+
+
+def _gang_result():
+    return hs.solve_gang(policy="LC2", arrival_rate=1.5, capacity=4, forward=(0, 2), reverse=(0, 1),
+                         servers=(3, 3), gang_size=2, local_capacity=(1, 1))
+
+
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
@@ -139,6 +171,10 @@ FACTORIES = {
     "WindowEstimate(ok)": lambda: _window_estimate(True),
     "WindowEstimate(no CI)": lambda: _window_estimate(False),
     "SimResult(trace, no CI)": _sim_trace_no_ci,
+    "SRNResult": _srn_result,
+    "SRNResult(not converged)": _srn_not_converged,
+    "SteadyState": _steady_state,
+    "GangResult": _gang_result,
 }
 
 
@@ -229,3 +265,13 @@ def test_overloaded_muscle_run_has_no_trusted_mcp():
     assert d["MCP"] is None and d["MCP_untrusted"] == pytest.approx(res.MCP_untrusted)
     ok = _muscle(0.6)
     assert ok.status == 0 and ok.MCP > 0 and ok.offered_load < 1
+
+
+def test_srn_untrusted_numbers_are_not_the_values():
+    res = _srn_not_converged()
+    assert res.status == 1 and not res.success
+    assert all(math.isnan(v) for v in res.tokens.values())
+    d = res.as_dict()
+    assert d["tokens"]["B"] is None and d["tokens_untrusted"]["B"] == pytest.approx(res.raw_tokens["B"])
+    df = res.to_frame()
+    assert df["value"].isna().all() and np.isfinite(df["value_untrusted"]).all()
