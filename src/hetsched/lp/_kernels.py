@@ -1,4 +1,4 @@
-"""Compiled kernels of the allocation LP's price route (see :mod:`hetsched.lp`).
+"""Compiled kernels of the allocation LP's price route (see :mod:`hetsched.lp._prices`).
 
 ``top_two`` sweeps the class-major rate matrix ``nu[i, j]`` with the machine
 loop innermost (branch-free selects, so LLVM vectorises it); ``smooth_terms``

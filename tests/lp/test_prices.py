@@ -164,12 +164,12 @@ def test_class_without_capacity_is_a_status_on_every_route():
 
 
 def test_solver_failure_is_a_status(monkeypatch):
-    import hetsched.lp as lp
+    import hetsched.lp._solve as lp
 
     def fails(rates, alpha, cap, solution, careful):
         return False, None, float("nan"), None, 0, "Not Set"
 
-    monkeypatch.setattr(lp, "_highs_full", fails)
+    monkeypatch.setattr(lp, "highs_full", fails)
     res = solve_allocation([[1.0, 2.0]], [1.0], method="highs")
     assert res.status == 3 and not res.success and np.isnan(res.lam)
     assert "HiGHS returned 'Not Set'" in res.message and "mu/alpha" in res.message
@@ -178,7 +178,7 @@ def test_solver_failure_is_a_status(monkeypatch):
 
 
 def test_an_uncertified_price_answer_falls_back_to_highs(monkeypatch):
-    import hetsched.lp as lp
+    import hetsched.lp._solve as lp
 
     mu, alpha = dense_random(5, 1500, 4)
     good = solve_allocation(mu, alpha, method="highs")
@@ -190,7 +190,7 @@ def test_an_uncertified_price_answer_falls_back_to_highs(monkeypatch):
         lam = float((d * nu).sum(axis=1).min())
         return d, lam, y, {"newton_steps": 0, "contested": 0, "rounds": 0, "master_iterations": 0}
 
-    monkeypatch.setattr(lp, "_price_route", suboptimal)
+    monkeypatch.setattr(lp, "price_route", suboptimal)
     res = solve_allocation(mu, alpha, method="prices")
     assert res.status == 0 and res.solver.startswith("HiGHS simplex (fallback: the price route was not certified")
     assert res.lam == pytest.approx(good.lam, rel=1e-12)
@@ -221,7 +221,7 @@ def test_price_route_refuses_central_solutions():
 
 # ------------------------------------------------------------------ compiled kernels
 def test_top_two_matches_numpy():
-    from hetsched import _lp_kernel as K
+    from hetsched.lp import _kernels as K
 
     rng = np.random.default_rng(5)
     nu = rng.choice([0.0, 0.5, 1.0, 2.0], size=(4, 500))  # ties and classes that cannot run
@@ -238,7 +238,7 @@ def test_top_two_matches_numpy():
 
 
 def test_smoothed_dual_derivatives_match_finite_differences():
-    from hetsched import _lp_kernel as K
+    from hetsched.lp import _kernels as K
 
     rng = np.random.default_rng(8)
     N, M, tau = 4, 50, 0.05

@@ -1,0 +1,224 @@
+"""The front end of the allocation LP: :func:`solve_allocation` (arrays) and
+:func:`allocation_lp` (a :class:`~hetsched.system.System`).
+
+It cleans the arrays (errors name the field and the value), scales the rates
+per unit of arrival rate, picks the route (:mod:`._prices` or :mod:`._highs`),
+certifies the answer (:mod:`._certify`) and wraps it in an
+:class:`~hetsched.lp.AllocationResult`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError
+from ._certify import certify
+from ._highs import highs_full
+from ._prices import price_route
+from ._result import AllocationResult
+
+__all__ = ["solve_allocation", "allocation_lp", "SOLUTIONS", "METHODS", "AUTO_PAIRS"]
+
+SOLUTIONS = ("vertex", "central")
+METHODS = ("auto", "highs", "prices")
+# "auto" takes the price route for vertex solutions with more than this many
+# runnable pairs (mu_ij > 0); below it one HiGHS simplex solve is as fast and
+# returns the basic solution the thesis's printed delta* come from.
+AUTO_PAIRS = 4_000
+# Beyond this ratio between the classes' best rates per unit of arrival rate, an
+# uncertified answer is reported as a solver failure (status 3) naming mu/alpha:
+# HiGHS's absolute tolerances (1e-7) then swallow the smallest class's demand.
+_MAX_SPREAD = 1e6
+
+def solve_allocation(
+    mu: Any,
+    alpha: Any,
+    a: Any = None,
+    *,
+    solution: str = "vertex",
+    counts: Any = None,
+    method: str = "auto",
+) -> AllocationResult:
+    """Solve the allocation LP (thesis eq. 2.1, with 3.2) on arrays.
+
+    Parameters
+    ----------
+    mu : (N, M) array
+        Nominal execution rates ``mu'[i, j]`` (0 = cannot run).
+    alpha : (N,) array
+        Arrival rates, all > 0.
+    a : (M,) array, optional
+        CPU availabilities in [0, 1] (3.2); default all 1.
+    solution : {"vertex", "central"}
+        Basic (simplex) or interior-point (no crossover) optimal solution.
+    counts : (M,) array, optional
+        Treat column ``j`` as ``counts[j]`` identical machines (group-symmetric
+        solution); ``delta`` is then the per-member fraction.
+    method : {"auto", "highs", "prices"}
+        ``highs``: HiGHS on the whole LP. ``prices``: the price route of the
+        module docstring (vertex only). ``auto`` (default): the price route
+        for vertex solutions with more than ``AUTO_PAIRS`` runnable pairs,
+        HiGHS otherwise. A price-route answer that fails its certificate is
+        replaced by HiGHS's (``solver`` says so).
+
+    Returns
+    -------
+    AllocationResult
+        Never raises for an LP that has no positive capacity or that the solver
+        cannot solve: those are ``status`` 2 and 3 (see :class:`AllocationResult`).
+    """
+    if solution not in SOLUTIONS:
+        raise ModelError(f"solution: expected one of {SOLUTIONS}, got {solution!r}")
+    if method not in METHODS:
+        raise ModelError(f"method: expected one of {METHODS}, got {method!r}")
+    if method == "prices" and solution != "vertex":
+        raise ModelError("method: 'prices' gives vertex solutions only; use solution='vertex' or method='highs'")
+    mu, alpha, a, counts = _clean(mu, alpha, a, counts)
+    t0 = time.perf_counter()
+    N, M = mu.shape
+    cap = a.copy()
+    grouped = bool((counts > 1).any())
+    mu_agg = mu * counts[None, :] if grouped else mu  # column j offers counts_j members' capacity
+    zero_tol = 1e-9 if solution == "vertex" else 1e-7
+
+    def result(status, msg, lam, d, w, solver, iters, residuals):
+        return AllocationResult(
+            success=status == 0, status=status, message=msg, lam=lam, delta=d, alpha=alpha, mu=mu_agg, a=a,
+            solution=solution, grouped=grouped, w=w, residuals=residuals, solver=solver, iterations=iters,
+            wall_seconds=time.perf_counter() - t0, zero_tol=zero_tol,
+        )
+
+    # ---- a class with no capacity: lambda* = 0, certified by the price vector e_i / alpha_i
+    rowcap = mu_agg @ cap
+    if not (rowcap > 0).all():
+        i = int(np.flatnonzero(~(rowcap > 0))[0])
+        if np.isnan(rowcap[i]) or np.isinf(rowcap[i]):
+            raise ModelError(f"mu: the capacity of class {i + 1} overflows (rates x counts too large)")
+        w = np.zeros(N)
+        w[i] = 1.0 / alpha[i]
+        return result(2, f"mu: class {i + 1} cannot run on any available machine (its rates, or the availabilities "
+                         f"a of the machines that can run it, are all 0): lambda* = 0, no allocation serves it",
+                      0.0, np.zeros((N, M)), w, "none (no positive capacity)", 0,
+                      {"class_rows": 0.0, "machine_rows": 0.0, "duality_gap": 0.0})
+    if not np.isfinite(rowcap).all():
+        i = int(np.flatnonzero(~np.isfinite(rowcap))[0])
+        raise ModelError(f"mu: the capacity of class {i + 1} overflows (rates x counts too large)")
+
+    # ---- scale: rates per unit of arrival rate, largest 1 (lambda* scales by s)
+    best_rate = mu_agg.max(axis=1) / alpha  # each class's best rate per unit of arrival rate
+    s = float(best_rate.max())
+    nu = mu_agg / (alpha * s)[:, None]
+    lo, hi = int(best_rate.argmin()), int(best_rate.argmax())
+    spread = f"max_j mu_ij/alpha_i spans a factor {best_rate[hi] / best_rate[lo]:.3g} over the classes " \
+             f"(class {lo + 1}: {best_rate[lo]:.3g}, class {hi + 1}: {best_rate[hi]:.3g})"
+
+    def uncertified(msg, solver, iters):
+        """Status 1, or 3 where the classes' scales differ beyond the solver's precision."""
+        if best_rate[hi] > _MAX_SPREAD * best_rate[lo]:
+            return result(3, f"allocation LP: mu/alpha: {spread}, more than the LP solver resolves "
+                             f"(about {_MAX_SPREAD:.0e}); {msg}", float("nan"), np.zeros((N, M)), None,
+                          solver, iters, {})
+        return None
+    pairs = int(np.count_nonzero(nu))
+    use_prices = solution == "vertex" and (method == "prices" or (method == "auto" and pairs > AUTO_PAIRS))
+    fallback = ""
+    if use_prices:
+        d, lam_n, y, info = price_route(nu, cap)
+        iters = info["master_iterations"]
+        solver = (f"price route: {info['newton_steps']} Newton steps on the smoothed dual, master LP over "
+                  f"{info['contested']} contested machines in {info['rounds']} rounds (HiGHS simplex)")
+        if d is not None:
+            ok, msg, residuals, w, lam = certify(d, lam_n * s, y / alpha, mu_agg, alpha, cap, solution, zero_tol)
+            if ok:
+                return result(0, msg, lam, d, w, solver, iters, residuals)
+            fallback = f" (fallback: the price route was not certified: {msg})"
+        else:
+            fallback = f" (fallback: the price route failed: {info.get('failure', '')})"
+    # HiGHS on the LP as written (the vertex hetsched has always returned); if that
+    # fails or is not certified, on the rescaled LP, carefully
+    ok, d, lam_h, w, iters, st = highs_full(mu_agg, alpha, cap, solution, careful=False)
+    solver = "HiGHS " + ("simplex" if solution == "vertex" else "IPM (no crossover)") + fallback
+    if ok:
+        cert = certify(d, lam_h, w, mu_agg, alpha, cap, solution, zero_tol)
+        if cert[0]:
+            return result(0, cert[1], cert[4], d, cert[3], solver, iters, cert[2])
+    ok, d, lam_n, y, it2, st = highs_full(nu, np.ones(N), cap, solution, careful=True)
+    iters += it2
+    solver += ", then on the LP rescaled per unit of arrival rate"
+    if not ok:
+        return result(3, f"allocation LP: HiGHS returned {st!r} ({solver}); mu/alpha: {spread}",
+                      float("nan"), np.zeros((N, M)), None, solver, iters, {})
+    ok, msg, residuals, w, lam = certify(d, lam_n * s, y / alpha, mu_agg, alpha, cap, solution, zero_tol)
+    if not ok:
+        bad = uncertified(msg, solver, iters)
+        if bad is not None:
+            return bad
+    return result(0 if ok else 1, msg, lam, d, w, solver, iters, residuals)
+
+
+def _clean(mu: Any, alpha: Any, a: Any, counts: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Validated float arrays (no copy of a float64 ``mu``); errors name the field and value."""
+    try:
+        mu = np.asarray(mu, dtype=float)
+        alpha = np.array(alpha, dtype=float, ndmin=1)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"mu/alpha: expected numeric arrays ({exc})") from None
+    if mu.ndim == 1:
+        mu = mu[None, :]
+    if mu.ndim != 2:
+        raise ModelError(f"mu: expected an N x M matrix, got an array of shape {mu.shape}")
+    N, M = mu.shape
+    if N == 0:
+        raise ModelError("mu: expected at least one class (row), got shape (0, M)")
+    if alpha.shape != (N,):
+        raise ModelError(f"alpha: expected {N} arrival rates (one per row of mu), got shape {alpha.shape}")
+    if not (np.isfinite(mu).all() and mu.min(initial=0.0) >= 0):
+        bad = mu[~np.isfinite(mu) | (mu < 0)][0]
+        raise ModelError(f"mu: execution rates must be finite and >= 0, got {float(bad):g}")
+    if not np.isfinite(alpha).all() or (alpha <= 0).any():
+        bad = alpha[~np.isfinite(alpha) | (alpha <= 0)][0]
+        raise ModelError(f"alpha: arrival rates must be finite and > 0, got {float(bad):g}")
+    a = np.ones(M) if a is None else np.array(a, dtype=float, ndmin=1)
+    if a.shape != (M,):
+        raise ModelError(f"a: expected {M} availabilities (one per machine), got shape {a.shape}")
+    if not ((a >= 0) & (a <= 1)).all():
+        raise ModelError(f"a: availabilities must lie in [0, 1], got {float(a[~((a >= 0) & (a <= 1))][0]):g}")
+    counts = np.ones(M) if counts is None else np.array(counts, dtype=float, ndmin=1)
+    if counts.shape != (M,):
+        raise ModelError(f"counts: expected {M} machine counts (one per column of mu), got shape {counts.shape}")
+    if not (np.isfinite(counts) & (counts > 0)).all():
+        bad = counts[~(np.isfinite(counts) & (counts > 0))][0]
+        raise ModelError(f"counts: machine counts must be finite and > 0, got {float(bad):g}")
+    return mu, alpha, a, counts
+
+
+def allocation_lp(system, solution: str = "vertex", grouped: bool = True, method: str = "auto") -> AllocationResult:
+    """Allocation LP of a :class:`~hetsched.system.System`.
+
+    With ``grouped`` (default) interchangeable machines (same rate column and
+    availability) are aggregated and the group-symmetric solution is returned,
+    expanded per machine; ``delta_groups`` holds the per-group fractions.
+    Availabilities ``a_j`` of the system enter constraint (3.2).
+    """
+    mu = system.mu
+    a = system.a
+    if grouped:
+        labels, counts = system.lp_groups()
+        if len(counts) < system.M:
+            first = np.array([np.flatnonzero(labels == g)[0] for g in range(len(counts))])
+            res = solve_allocation(mu[:, first], system.alpha_array, a[first], solution=solution,
+                                   counts=counts, method=method)
+            dg = res.delta
+            res.delta_groups = dg.copy()
+            res.group_labels = labels
+            res.delta = dg[:, labels]
+            res.mu = mu.copy()  # nominal rates per machine
+            res.a = a.copy()
+            res.grouped = True
+            return res
+    res = solve_allocation(mu, system.alpha_array, a, solution=solution, method=method)
+    res.grouped = False
+    return res
