@@ -32,9 +32,20 @@ def _sim_unstable():
     return hs.simulate(sys_, "mct", reps=2, horizon=2_000, seed=1, workers=1)
 
 
+def _lp_named():
+    sys_ = hs.System.from_arrays(alpha=[2.45, 2.45], mu=[[9.0, 5.0], [2.0, 1.0]], class_names=["a", "b"])
+    return hs.solve_allocation(sys_)
+
+
+def _lp_no_capacity():
+    return hs.solve_allocation([[1.0, 0.0], [0.0, 0.0]], [1.0, 1.0])  # status 2: class 2 cannot run
+
+
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
+    "AllocationResult(certified)": _lp_named,
+    "AllocationResult(no capacity)": _lp_no_capacity,
 }
 
 

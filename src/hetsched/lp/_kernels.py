@@ -76,3 +76,64 @@ def smooth_terms(y, muT, cap, tau, top, cut, g, H):  # pragma: no cover - compil
             for b in range(na):
                 H[i, act[b]] -= w * q[a] * q[b]
     return val
+
+
+@njit(cache=True)
+def newton_direction(H, g, ridge, dy):  # pragma: no cover - compiled
+    """Direction of the equality-constrained Newton step on the simplex.
+
+    Solves ``[H + ridge I, 1; 1', 0] [dy; nu] = [-g; 0]`` through a Cholesky
+    factorisation of ``H + ridge I``: ``dy = x_g - (1'x_g / 1'x_1) x_1`` with
+    ``(H + ridge I) x_g = -g`` and ``(H + ridge I) x_1 = 1``. Single-threaded
+    (a multi-threaded LAPACK solve spends most of its time waiting for cores on
+    a loaded machine), ``N^3/6`` multiply-adds in contiguous row dot products.
+    Writes ``dy`` and returns True; returns False (``dy`` unspecified) when a
+    pivot falls below ``1e-9`` of the largest diagonal entry, i.e. when ``H``
+    is nearly singular (the caller then takes the least-squares solution).
+    Compiled, no checks.
+    """
+    N = H.shape[0]
+    L = np.zeros((N, N))
+    dmax = 0.0
+    for i in range(N):
+        dmax = max(dmax, H[i, i] + ridge)
+    for j in range(N):
+        s = H[j, j] + ridge
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 1e-9 * dmax:
+            return False
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, N):
+            t = H[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / d
+    xg = np.empty(N)
+    x1 = np.empty(N)
+    for i in range(N):  # forward: L z = b
+        tg = -g[i]
+        t1 = 1.0
+        for k in range(i):
+            tg -= L[i, k] * xg[k]
+            t1 -= L[i, k] * x1[k]
+        xg[i] = tg / L[i, i]
+        x1[i] = t1 / L[i, i]
+    for i in range(N - 1, -1, -1):  # backward: L' x = z
+        tg = xg[i]
+        t1 = x1[i]
+        for k in range(i + 1, N):
+            tg -= L[k, i] * xg[k]
+            t1 -= L[k, i] * x1[k]
+        xg[i] = tg / L[i, i]
+        x1[i] = t1 / L[i, i]
+    sg = 0.0
+    s1 = 0.0
+    for i in range(N):
+        sg += xg[i]
+        s1 += x1[i]
+    nu = sg / s1
+    for i in range(N):
+        dy[i] = xg[i] - nu * x1[i]
+    return True

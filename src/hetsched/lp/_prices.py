@@ -29,8 +29,12 @@ def _smoothed_prices(nu: np.ndarray, cap: np.ndarray, seed: int = 12345) -> tupl
     ``f_tau(y) = sum_j cap_j tau log sum_i exp(y_i nu_ij / tau)`` is smooth, convex
     and within ``tau log N sum_j cap_j`` of the dual ``sum_j cap_j max_i y_i nu_ij``;
     it is minimised over ``{y >= 0, sum y = 1}`` by Newton's method with the
-    equality constraint (backtracking line search, steps kept inside ``y >= 0``;
-    stop when the Newton decrement is below 1e-11 of the value, or 30 steps)
+    equality constraint (direction by a compiled Cholesky solve,
+    :func:`~hetsched.lp._kernels.newton_direction`, or LU on the whole KKT
+    system where the Hessian is nearly singular, least squares where that is
+    singular; backtracking line search, steps kept inside
+    ``y >= 0``; stop when the Newton decrement is below 1e-11 of the value, or
+    30 steps)
     for each temperature of ``_TAUS`` (relative to the mean best score), from
     prices that make every class's best machine score the same, each stage
     starting from the previous one's prices. A machine whose classes
@@ -81,11 +85,17 @@ def _smoothed_prices(nu: np.ndarray, cap: np.ndarray, seed: int = 12345) -> tupl
         evals += 1
         for _ in range(30):
             steps += 1
-            kkt = np.zeros((N + 1, N + 1))
             ridge = 1e-12 * max(float(np.trace(H)), 1e-300) / N
-            kkt[:N, :N] = H + ridge * np.eye(N)
-            kkt[:N, N] = kkt[N, :N] = 1.0
-            dy = np.linalg.lstsq(kkt, np.concatenate([-g, [0.0]]), rcond=None)[0][:N]
+            dy = np.empty(N)
+            if not K.newton_direction(H, g, ridge, dy):  # H nearly singular: the whole KKT system
+                kkt = np.zeros((N + 1, N + 1))
+                kkt[:N, :N] = H + ridge * np.eye(N)
+                kkt[:N, N] = kkt[N, :N] = 1.0
+                rhs = np.concatenate([-g, [0.0]])
+                try:
+                    dy = np.linalg.solve(kkt, rhs)[:N]
+                except np.linalg.LinAlgError:  # singular: the least-squares direction
+                    dy = np.linalg.lstsq(kkt, rhs, rcond=None)[0][:N]
             dec = float(-g @ dy)
             if not np.isfinite(dec) or dec <= 1e-11 * abs(val):
                 break

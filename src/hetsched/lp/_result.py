@@ -1,31 +1,40 @@
-"""The result of the allocation LP (:class:`AllocationResult`)."""
+"""The result of the allocation LP (:class:`AllocationResult`), in the project's
+result protocol (:mod:`hetsched.results`)."""
 
 from __future__ import annotations
 
+import html
+import json
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import SolverError
+from ..results import Result
 
-__all__ = ["AllocationResult"]
+__all__ = ["AllocationResult", "DENSE_JSON_CELLS"]
+
+#: ``as_dict()`` gives ``delta`` (and ``p_static``) as a list of rows up to this
+#: many entries, beyond it as a sparse triple (see :meth:`AllocationResult.as_dict`)
+DENSE_JSON_CELLS = 1_000_000
 
 
-@dataclass
-class AllocationResult:
+@dataclass(repr=False, eq=False)
+class AllocationResult(Result):
     """Result of the allocation LP, in the style of ``scipy.optimize.OptimizeResult``.
 
     Attributes
     ----------
-    success, status, message
-        ``status`` 0 = optimal and certified (residuals and duality gap
-        re-checked); 1 = solved, but the certificate failed (the answer is the
-        solver's, use with care); 2 = no positive capacity: some class cannot
-        run on any available machine, so ``lambda* = 0`` (``delta`` all zero,
-        ``w`` the price vector that proves it); 3 = the LP solver failed
-        (``lam`` is NaN). ``success`` is ``status == 0``; ``message`` names the
-        field at fault.
+    status, success, message
+        ``status`` (see :attr:`STATUS`) 0 = optimal and certified (residuals
+        and duality gap re-checked); 1 = solved, but the certificate failed
+        (the answer is the solver's, use with care); 2 = no positive capacity:
+        some class cannot run on any available machine, so ``lambda* = 0``
+        (``delta`` all zero, ``w`` the price vector that proves it); 3 = the
+        LP solver failed (``lam`` is NaN). ``success`` is ``status == 0``;
+        ``message`` names the field at fault.
     lam : float
         ``lambda*``, the maximum capacity.
     delta : ndarray (N, M)
@@ -38,9 +47,19 @@ class AllocationResult:
     solver : str
         The route taken (HiGHS simplex / IPM, or the price route with its
         Newton steps, contested machines and master rounds).
+    seconds : float
+        Wall time of the solve (``wall_seconds`` is the same number, the older name).
+    class_names, machine_names : tuple of str
+        The classes' and machines' names (the system's, or the defaults ``c1 ..``, ``m1 ..``).
     """
 
-    success: bool
+    STATUS: ClassVar[dict[int, str]] = {
+        0: "optimal and certified",
+        1: "solved, but the certificate failed",
+        2: "no positive capacity (lambda* = 0)",
+        3: "the LP solver failed",
+    }
+
     status: int
     message: str
     lam: float
@@ -56,8 +75,21 @@ class AllocationResult:
     residuals: dict[str, float] = field(default_factory=dict)
     solver: str = ""
     iterations: int = 0
-    wall_seconds: float = 0.0
+    seconds: float = 0.0
     zero_tol: float = 1e-9
+    class_names: tuple[str, ...] | None = None
+    machine_names: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.class_names is None:
+            self.class_names = tuple(f"c{i + 1}" for i in range(self.delta.shape[0]))
+        if self.machine_names is None:
+            self.machine_names = tuple(f"m{j + 1}" for j in range(self.delta.shape[1]))
+
+    @property
+    def wall_seconds(self) -> float:
+        """The older name of :attr:`seconds`."""
+        return self.seconds
 
     def raise_for_status(self) -> "AllocationResult":
         """Raise :class:`~hetsched.errors.SolverError` with ``message`` if there is
@@ -82,7 +114,7 @@ class AllocationResult:
 
     @property
     def zeros(self) -> int:
-        return int((~self.support).sum())
+        return int(self.delta.size - np.count_nonzero(self.support))
 
     @property
     def target_zeros(self) -> int:
@@ -113,7 +145,8 @@ class AllocationResult:
         exactly 1 (they do up to solver tolerance at an optimum with tight (2.1)).
         """
         cap = self.delta * self.mu
-        return cap / cap.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return cap / cap.sum(axis=1, keepdims=True)
 
     def ns_lpas(self) -> float:
         """Mean machines contacted per arrival under LPAS, ``sum_i alpha_i/alpha~ |S_i|`` (2.5)."""
@@ -129,30 +162,155 @@ class AllocationResult:
         """State-information discount ``(1 - N_s/M) * 100 %`` (2.4)."""
         return (1.0 - ns / self.M) * 100.0
 
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON form of ``hetsched lp --json`` (keys fixed by DESIGN.md)."""
+    # ---- the protocol: JSON, frame, display -------------------------------------
+    def as_dict(self, dense: bool | None = None) -> dict[str, Any]:
+        """The JSON form of ``hetsched lp --json`` (the contract's keys and more), JSON-ready.
+
+        ``delta``, ``p_static`` and ``delta_groups`` are lists of rows (one per
+        class) when they have at most :data:`DENSE_JSON_CELLS` entries (or
+        ``dense=True``); larger ones (or ``dense=False``) are sparse:
+        ``{"format": "sparse", "shape": [N, M], "class": [...], "machine":
+        [...], "value": [...]}`` with the nonzero entries, classes and
+        machines numbered from 1. Built with array operations, so a
+        20 x 1,000,000 answer costs well under its solve.
+        """
+        support = self.support
+        rows, cols = np.nonzero(support)
+        ns, ns2 = self.ns_lpas(), self.ns_lpas2k()
+        ps = self.p_static
+        starts = np.searchsorted(rows, np.arange(self.N + 1))
         return {
-            "lambda": self.lam,
-            "delta": self.delta.tolist(),
+            "lambda": _num(self.lam),
+            "delta": _matrix(self.delta, dense, rows, cols),
             "zeros": self.zeros,
             "target_zeros": self.target_zeros,
             "stabilizable": self.stabilizable,
-            "utilization": self.utilization,
+            "utilization": _num(self.utilization),
             "solution": self.solution,
             "grouped": self.grouped,
-            "delta_groups": None if self.delta_groups is None else self.delta_groups.tolist(),
-            "S": [[int(j) + 1 for j in s] for s in self.S],
-            "p_static": self.p_static.tolist(),
-            "Ns": {"lpas": self.ns_lpas(), "lpas-2k": self.ns_lpas2k(), "mct": float(self.M)},
-            "discount_percent": {
-                "lpas": self.discount(self.ns_lpas()),
-                "lpas-2k": self.discount(self.ns_lpas2k()),
-            },
+            "delta_groups": None if self.delta_groups is None else _matrix(self.delta_groups, dense),
+            "S": [(cols[starts[i]:starts[i + 1]] + 1).tolist() for i in range(self.N)],
+            "p_static": _matrix(ps, dense, rows, cols),
+            "Ns": {"lpas": ns, "lpas-2k": ns2, "mct": float(self.M)},
+            "discount_percent": {"lpas": self.discount(ns), "lpas-2k": self.discount(ns2)},
+            "w": None if self.w is None else _floats(self.w),
+            "class_names": list(self.class_names),
+            "machine_names": list(self.machine_names),
             "success": self.success,
-            "status": self.status,
+            "status": int(self.status),
             "message": self.message,
-            "residuals": self.residuals,
+            "residuals": {k: _num(v) for k, v in self.residuals.items()},
             "solver": self.solver,
-            "iterations": self.iterations,
-            "wall_seconds": self.wall_seconds,
+            "iterations": int(self.iterations),
+            "seconds": float(self.seconds),
+            "wall_seconds": float(self.seconds),
         }
+
+    def to_json(self, indent: int | None = 2, dense: bool | None = None) -> str:
+        """``as_dict()`` as JSON text: indented, every list of numbers or names on one line
+        (encoded by the C encoder, so a million-entry list costs a fraction of a second)."""
+        d = self.as_dict(dense)
+        leaves: dict[str, list] = {}
+
+        def stash(x):
+            if isinstance(x, dict):
+                return {k: stash(v) for k, v in x.items()}
+            if isinstance(x, list):
+                if x and all(isinstance(v, list) for v in x[:1]):
+                    return [stash(v) for v in x]
+                key = f"@@leaf{len(leaves)}@@"
+                leaves[key] = x
+                return key
+            return x
+
+        text = json.dumps(stash(d), indent=indent, allow_nan=False)
+        for key, v in leaves.items():
+            text = text.replace(f'"{key}"', json.dumps(v, allow_nan=False), 1)
+        return text
+
+    def to_frame(self):
+        """Long format: ``lambda``, the class prices ``w`` (one row per class) and
+        ``delta`` (one row per class and machine), classes and machines numbered
+        from 1, with their names."""
+        import pandas as pd
+
+        N, M = self.delta.shape
+        cn = pd.Categorical(list(self.class_names))
+        mn = pd.Categorical(list(self.machine_names))
+        ii, jj = np.repeat(np.arange(N), M), np.tile(np.arange(M), N)
+        parts = [
+            pd.DataFrame({"measure": ["lambda"], "value": [float(self.lam)]}),
+            pd.DataFrame({"class": np.arange(1, N + 1), "class_name": cn, "measure": "w",
+                          "value": np.full(N, np.nan) if self.w is None else self.w.astype(float)}),
+            pd.DataFrame({"class": ii + 1, "class_name": cn[ii],
+                          "machine": jj + 1, "machine_name": mn[jj], "measure": "delta",
+                          "value": self.delta.ravel().astype(float)}),
+        ]
+        df = pd.concat(parts, ignore_index=True)
+        for c in ("class", "machine"):
+            df[c] = df[c].astype("Int64")
+        return df[["class", "class_name", "machine", "machine_name", "measure", "value"]]
+
+    def _frame_rows(self):  # pragma: no cover - to_frame() is built column-wise
+        return self.to_frame().to_dict("records")
+
+    def _headline(self) -> str:
+        if self.status >= 2:
+            return f"{self.N} classes x {self.M:,} machines: {self.message}"
+        st = "stabilizable" if self.stabilizable else "NOT stabilizable"
+        kind = ("group-symmetric " if self.grouped else "") + self.solution
+        return (f"lambda* = {self.lam:.6g} ({st}; busiest machine utilisation {self.utilization:.4g}), "
+                f"{self.N} classes x {self.M:,} machines, {kind} solution")
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        color = "#070" if self.success else "#b00"
+        grouped = self.delta_groups is not None and self.group_labels is not None
+        mat = self.delta_groups if grouped else self.delta
+        if grouped:
+            counts = np.bincount(self.group_labels, minlength=mat.shape[1])
+            first = [int(np.flatnonzero(self.group_labels == g)[0]) for g in range(min(mat.shape[1], 12))]
+            heads = [self.machine_names[j] + (f" and {counts[g] - 1} like it" if counts[g] > 1 else "")
+                     for g, j in enumerate(first)]
+        else:
+            heads = list(self.machine_names[:12])
+        C, R = min(mat.shape[1], 12), min(mat.shape[0], 20)
+        th = "".join(f"<th>{e(h)}</th>" for h in heads[:C]) + ("<th>...</th>" if mat.shape[1] > C else "")
+        body = "".join(
+            f"<tr><td>{i + 1}</td><td>{e(self.class_names[i])}</td>"
+            + "".join(f"<td>{_fmt(x)}</td>" for x in mat[i, :C]) + ("<td>...</td>" if mat.shape[1] > C else "")
+            + f"<td>{'-' if self.w is None else _fmt(self.w[i])}</td></tr>" for i in range(R))
+        more = f"<div><i>{mat.shape[0] - R} more classes: .to_frame()</i></div>" if mat.shape[0] > R else ""
+        what = "delta* per group of interchangeable machines" if grouped else "delta*"
+        return (f"<div><b>AllocationResult</b>: {e(self._headline())}<br>"
+                f"<span style='color:{color}'>{e(self._status_line())}</span><br>{e(what)}, class prices w"
+                f"<table><tr><th>class</th><th>name</th>{th}<th>w</th></tr>{body}</table>{more}</div>")
+
+
+def _num(x: Any) -> Any:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _fmt(x: float) -> str:
+    return "0" if x == 0 else f"{x:.4g}"
+
+
+def _floats(a: np.ndarray) -> list:
+    """A float array as (nested) lists, NaN/inf as None."""
+    out = a.tolist()
+    if np.isfinite(a).all():
+        return out
+    if a.ndim == 1:
+        return [v if math.isfinite(v) else None for v in out]
+    return [_floats(r) for r in a]
+
+
+def _matrix(m: np.ndarray, dense: bool | None, rows: np.ndarray | None = None, cols: np.ndarray | None = None):
+    """A matrix for JSON: rows, or the sparse triple of its nonzero entries (see ``as_dict``)."""
+    if dense or (dense is None and m.size <= DENSE_JSON_CELLS):
+        return _floats(m)
+    if rows is None:
+        rows, cols = np.nonzero(m)
+    return {"format": "sparse", "shape": list(m.shape), "class": (rows + 1).tolist(),
+            "machine": (cols + 1).tolist(), "value": _floats(m[rows, cols])}

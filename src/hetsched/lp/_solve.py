@@ -41,6 +41,8 @@ def solve_allocation(
     solution: str = "vertex",
     counts: Any = None,
     method: str = "auto",
+    class_names: Any = None,
+    machine_names: Any = None,
 ) -> AllocationResult:
     """Solve the allocation LP (thesis eq. 2.1, with 3.2) on arrays.
 
@@ -63,6 +65,9 @@ def solve_allocation(
         for vertex solutions with more than ``AUTO_PAIRS`` runnable pairs,
         HiGHS otherwise. A price-route answer that fails its certificate is
         replaced by HiGHS's (``solver`` says so).
+    class_names, machine_names : sequences of str, optional
+        Names of the rows and columns, carried by the result (its frame, JSON
+        and display); default ``c1 ..`` and ``m1 ..``.
 
     Returns
     -------
@@ -77,8 +82,10 @@ def solve_allocation(
     if method == "prices" and solution != "vertex":
         raise ModelError("method: 'prices' gives vertex solutions only; use solution='vertex' or method='highs'")
     mu, alpha, a, counts = _clean(mu, alpha, a, counts)
-    t0 = time.perf_counter()
     N, M = mu.shape
+    class_names = _names("class_names", class_names, N, "class (row of mu)")
+    machine_names = _names("machine_names", machine_names, M, "machine (column of mu)")
+    t0 = time.perf_counter()
     cap = a.copy()
     grouped = bool((counts > 1).any())
     mu_agg = mu * counts[None, :] if grouped else mu  # column j offers counts_j members' capacity
@@ -86,9 +93,10 @@ def solve_allocation(
 
     def result(status, msg, lam, d, w, solver, iters, residuals):
         return AllocationResult(
-            success=status == 0, status=status, message=msg, lam=lam, delta=d, alpha=alpha, mu=mu_agg, a=a,
+            status=status, message=msg, lam=lam, delta=d, alpha=alpha, mu=mu_agg, a=a,
             solution=solution, grouped=grouped, w=w, residuals=residuals, solver=solver, iterations=iters,
-            wall_seconds=time.perf_counter() - t0, zero_tol=zero_tol,
+            seconds=time.perf_counter() - t0, zero_tol=zero_tol, class_names=class_names,
+            machine_names=machine_names,
         )
 
     # ---- a class with no capacity: lambda* = 0, certified by the price vector e_i / alpha_i
@@ -195,30 +203,52 @@ def _clean(mu: Any, alpha: Any, a: Any, counts: Any) -> tuple[np.ndarray, np.nda
     return mu, alpha, a, counts
 
 
+def _names(field: str, names: Any, n: int, what: str) -> tuple[str, ...] | None:
+    """``n`` unique non-empty names, or None (the defaults)."""
+    if names is None:
+        return None
+    from ..fields import duplicate, show
+
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__len__"):
+        raise ModelError(f"{field}: expected a list of {n} names, got {show(names)}")
+    if len(names) != n:
+        raise ModelError(f"{field}: expected {n} names (one per {what}), got {len(names)}")
+    out = tuple(names)
+    bad = next((k for k, x in enumerate(out) if not isinstance(x, str) or not x), None)
+    if bad is not None:
+        raise ModelError(f"{field}[{bad}]: expected a non-empty string, got {show(out[bad])}")
+    dup = duplicate(out)
+    if dup:
+        raise ModelError(f"{field}[{dup[0]}]: names must be unique, got {dup[1]!r} twice")
+    return out
+
+
 def allocation_lp(system, solution: str = "vertex", grouped: bool = True, method: str = "auto") -> AllocationResult:
     """Allocation LP of a :class:`~hetsched.system.System`.
 
     With ``grouped`` (default) interchangeable machines (same rate column and
     availability) are aggregated and the group-symmetric solution is returned,
     expanded per machine; ``delta_groups`` holds the per-group fractions.
-    Availabilities ``a_j`` of the system enter constraint (3.2).
+    Availabilities ``a_j`` of the system enter constraint (3.2). The result
+    carries the system's class and machine names.
     """
     mu = system.mu
     a = system.a
+    res = None
     if grouped:
         labels, counts = system.lp_groups()
         if len(counts) < system.M:
-            first = np.array([np.flatnonzero(labels == g)[0] for g in range(len(counts))])
+            first = np.unique(labels, return_index=True)[1]  # labels number groups by first appearance
             res = solve_allocation(mu[:, first], system.alpha_array, a[first], solution=solution,
                                    counts=counts, method=method)
             dg = res.delta
             res.delta_groups = dg.copy()
             res.group_labels = labels
             res.delta = dg[:, labels]
-            res.mu = mu.copy()  # nominal rates per machine
-            res.a = a.copy()
+            res.mu, res.a = mu, a  # nominal rates and availabilities per machine (the system's arrays)
             res.grouped = True
-            return res
-    res = solve_allocation(mu, system.alpha_array, a, solution=solution, method=method)
-    res.grouped = False
+    if res is None:
+        res = solve_allocation(mu, system.alpha_array, a, solution=solution, method=method)
+        res.grouped = False
+    res.class_names, res.machine_names = tuple(system.class_names), tuple(system.machine_names)
     return res
