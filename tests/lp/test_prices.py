@@ -95,11 +95,35 @@ def test_identical_machines_in_large_groups():
 
 def test_ungrouped_3f_matches_the_grouped_lp():
     s = load("3.F", case=2)
-    flat = allocation_lp(s, grouped=False)  # N x 3,000: the price route
     grp = allocation_lp(s)
-    assert flat.status == 0 and flat.solver.startswith("price route:")
-    assert flat.lam == pytest.approx(grp.lam, rel=1e-9)
-    check_certificate(flat, s.mu, s.alpha_array, s.a)
+    # N x 3,000 with 13 distinct machines: copies are all tied, so auto takes HiGHS IPM + crossover
+    flat = allocation_lp(s, grouped=False)
+    assert flat.status == 0 and flat.solver.startswith("HiGHS IPM with crossover (chosen by shape: 4 classes, 13 ")
+    for res in (flat, allocation_lp(s, grouped=False, method="prices")):
+        assert res.lam == pytest.approx(grp.lam, rel=1e-9)
+        check_certificate(res, s.mu, s.alpha_array, s.a)
+        assert res.zeros >= res.target_zeros  # a vertex (crossover, or the master's basis)
+
+
+def test_auto_picks_the_route_by_shape():
+    """Fewer machines than classes, or mostly copies: HiGHS IPM with crossover (a vertex);
+    otherwise the price route; both certified and equal to HiGHS simplex's lambda*."""
+    for N, M, route in [(100, 60, "HiGHS IPM with crossover"), (60, 100, "price route:")]:
+        mu, alpha = dense_random(N, M, 5)
+        res = solve_allocation(mu, alpha)
+        assert res.status == 0 and res.solver.startswith(route), res.solver
+        check_certificate(res, mu, alpha)
+        assert res.zeros >= res.target_zeros
+        assert res.lam == pytest.approx(solve_allocation(mu, alpha, method="highs").lam, rel=1e-9)
+    from hetsched.lp._solve import prices_pay
+
+    nu = np.repeat(np.array([[1.0, 0.5], [0.2, 1.0]]), 3000, axis=1)  # 2 distinct machines, 6,000 copies
+    assert prices_pay(nu, np.ones(6000)) == (False, 2, 6000)
+    nu = dense_random(4, 6000, 1)[0]
+    assert prices_pay(nu, np.ones(6000)) == (True, 6000, 6000)
+    cap = np.ones(6000)
+    cap[:10] = 0.0  # machines without capacity do not count
+    assert prices_pay(nu, cap) == (True, 5990, 5990)
 
 
 # ------------------------------------------------------------------ property tests
@@ -166,7 +190,7 @@ def test_class_without_capacity_is_a_status_on_every_route():
 def test_solver_failure_is_a_status(monkeypatch):
     import hetsched.lp._solve as lp
 
-    def fails(rates, alpha, cap, solution, careful):
+    def fails(rates, alpha, cap, solution, careful, ipm=False):
         return False, None, float("nan"), None, 0, "Not Set"
 
     monkeypatch.setattr(lp, "highs_full", fails)

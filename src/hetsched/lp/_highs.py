@@ -30,10 +30,13 @@ def tight(h) -> None:
     h.setOptionValue("dual_feasibility_tolerance", 1e-10)
 
 
-def highs_full(rates: np.ndarray, alpha: np.ndarray, cap: np.ndarray, solution: str, careful: bool):
+def highs_full(rates: np.ndarray, alpha: np.ndarray, cap: np.ndarray, solution: str, careful: bool,
+               ipm: bool = False):
     """The whole LP by HiGHS: max lam s.t. sum_j rates_ij d_ij >= lam alpha_i, sum_i d_ij <= cap_j.
 
-    Only pairs with ``rates_ij > 0`` are columns (then lam). ``careful`` (the
+    Only pairs with ``rates_ij > 0`` are columns (then lam). Vertex solutions
+    by simplex, or (``ipm``) by interior point and crossover (a basic solution
+    too; much faster than simplex on large dense LPs). ``careful`` (the
     retry): simplex feasibility tolerances 1e-10 (:func:`tight`), and IPM
     without presolve (which leaves HiGHS's IPM without an answer on LPs it
     reduces to nothing, e.g. one class). Returns ``(ok, d, lam, w,
@@ -71,14 +74,17 @@ def highs_full(rates: np.ndarray, alpha: np.ndarray, cap: np.ndarray, solution: 
         if careful:
             h.setOptionValue("presolve", "off")
     else:
-        h.setOptionValue("solver", "simplex")
+        h.setOptionValue("solver", "ipm" if ipm else "simplex")
         if careful:
             tight(h)
+            if ipm:
+                h.setOptionValue("presolve", "off")
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()
     info = h.getInfo()
-    iters = int(info.simplex_iteration_count if solution != "central" else info.ipm_iteration_count)
+    iters = int(info.ipm_iteration_count) + int(info.crossover_iteration_count) if solution == "central" or ipm \
+        else int(info.simplex_iteration_count)
     if status != highspy.HighsModelStatus.kOptimal:
         return False, None, float("nan"), None, iters, h.modelStatusToString(status)
     sol = h.getSolution()

@@ -24,9 +24,10 @@ __all__ = ["solve_allocation", "allocation_lp", "SOLUTIONS", "METHODS", "AUTO_PA
 
 SOLUTIONS = ("vertex", "central")
 METHODS = ("auto", "highs", "prices")
-# "auto" takes the price route for vertex solutions with more than this many
-# runnable pairs (mu_ij > 0); below it one HiGHS simplex solve is as fast and
-# returns the basic solution the thesis's printed delta* come from.
+# "auto" solves vertex LPs with more than this many runnable pairs (mu_ij > 0)
+# by the price route or HiGHS IPM with crossover, chosen by shape; below it one
+# HiGHS simplex solve is as fast and returns the basic solution the thesis's
+# printed delta* come from.
 AUTO_PAIRS = 4_000
 # Beyond this ratio between the classes' best rates per unit of arrival rate, an
 # uncertified answer is reported as a solver failure (status 3) naming mu/alpha:
@@ -61,10 +62,14 @@ def solve_allocation(
         solution); ``delta`` is then the per-member fraction.
     method : {"auto", "highs", "prices"}
         ``highs``: HiGHS on the whole LP. ``prices``: the price route of the
-        module docstring (vertex only). ``auto`` (default): the price route
-        for vertex solutions with more than ``AUTO_PAIRS`` runnable pairs,
-        HiGHS otherwise. A price-route answer that fails its certificate is
-        replaced by HiGHS's (``solver`` says so).
+        module docstring (vertex only). ``auto`` (default): for vertex
+        solutions with more than ``AUTO_PAIRS`` runnable pairs, the price
+        route where the shape favours it (:func:`prices_pay`: at least as many
+        distinct machines as classes) and HiGHS interior point with crossover
+        otherwise; HiGHS simplex below ``AUTO_PAIRS`` (the vertices the
+        thesis prints) and for central solutions IPM without crossover. A
+        price-route answer that fails its certificate is replaced by HiGHS's
+        (``solver`` says so).
     class_names, machine_names : sequences of str, optional
         Names of the rows and columns, carried by the result (its frame, JSON
         and display); default ``c1 ..`` and ``m1 ..``.
@@ -131,8 +136,13 @@ def solve_allocation(
                           solver, iters, {})
         return None
     pairs = int(np.count_nonzero(nu))
-    use_prices = solution == "vertex" and (method == "prices" or (method == "auto" and pairs > AUTO_PAIRS))
-    fallback = ""
+    large = method == "auto" and solution == "vertex" and pairs > AUTO_PAIRS
+    pay, distinct, live = prices_pay(nu, cap) if large else (False, 0, 0)
+    use_prices = method == "prices" or pay
+    ipm = large  # a large vertex by HiGHS: interior point and crossover (simplex takes minutes on them)
+    algo = "IPM with crossover" if ipm else "simplex"
+    fallback = "" if use_prices or not large else (
+        f" (chosen by shape: {N} classes, {distinct:,} distinct among {live:,} machines that can serve)")
     if use_prices:
         d, lam_n, y, info = price_route(nu, cap)
         iters = info["master_iterations"]
@@ -147,13 +157,13 @@ def solve_allocation(
             fallback = f" (fallback: the price route failed: {info.get('failure', '')})"
     # HiGHS on the LP as written (the vertex hetsched has always returned); if that
     # fails or is not certified, on the rescaled LP, carefully
-    ok, d, lam_h, w, iters, st = highs_full(mu_agg, alpha, cap, solution, careful=False)
-    solver = "HiGHS " + ("simplex" if solution == "vertex" else "IPM (no crossover)") + fallback
+    ok, d, lam_h, w, iters, st = highs_full(mu_agg, alpha, cap, solution, careful=False, ipm=ipm)
+    solver = "HiGHS " + (algo if solution == "vertex" else "IPM (no crossover)") + fallback
     if ok:
         cert = certify(d, lam_h, w, mu_agg, alpha, cap, solution, zero_tol)
         if cert[0]:
             return result(0, cert[1], cert[4], d, cert[3], solver, iters, cert[2])
-    ok, d, lam_n, y, it2, st = highs_full(nu, np.ones(N), cap, solution, careful=True)
+    ok, d, lam_n, y, it2, st = highs_full(nu, np.ones(N), cap, solution, careful=True, ipm=ipm)
     iters += it2
     solver += ", then on the LP rescaled per unit of arrival rate"
     if not ok:
@@ -201,6 +211,26 @@ def _clean(mu: Any, alpha: Any, a: Any, counts: Any) -> tuple[np.ndarray, np.nda
         bad = counts[~(np.isfinite(counts) & (counts > 0))][0]
         raise ModelError(f"counts: machine counts must be finite and > 0, got {float(bad):g}")
     return mu, alpha, a, counts
+
+
+def prices_pay(nu: np.ndarray, cap: np.ndarray) -> tuple[bool, int, int]:
+    """Whether the price route beats HiGHS interior point on this shape (measured,
+    ``docs/lp.md``): at least as many distinct machines as classes, and at most
+    half of the machines copies of others. With fewer machines than classes
+    the master needs many rounds of column generation (200 x 50: 4x slower
+    than IPM), and copies of one machine are all tied at the optimum, so they
+    are all contested (3.F per machine: 0.5-0.7x). Distinct machines are
+    counted by a random projection of their (rates, availability) columns.
+    Returns ``(verdict, distinct machines, machines that can serve)``."""
+    N = nu.shape[0]
+    live = (cap > 0) & (nu > 0).any(axis=0)
+    L = int(np.count_nonzero(live))
+    if L < N:
+        return False, L, L
+    r = np.random.default_rng(2009).uniform(1.0, 2.0, N + 1)
+    key = r[:N] @ (nu if L == nu.shape[1] else nu[:, live]) + r[N] * cap[live]
+    D = int(np.unique(key).size)
+    return D >= max(N, L // 2), D, L
 
 
 def _names(field: str, names: Any, n: int, what: str) -> tuple[str, ...] | None:
