@@ -159,22 +159,44 @@ def test_long_frame_holds_exactly_delta_and_w():
     assert res.seconds == res.wall_seconds > 0
 
 
-def test_sparse_json_rebuilds_the_dense_matrix():
-    rng = np.random.default_rng(3)
-    mu, alpha = rng.uniform(0.1, 10, (5, 400)), rng.uniform(1, 5, 5) * 40
-    res = solve_allocation(mu, alpha)
-    dense, sparse = json.loads(res.to_json(dense=True)), json.loads(res.to_json(dense=False))
-    for key in ("delta", "p_static"):
-        sp = sparse[key]
-        assert sp["format"] == "sparse" and sp["shape"] == [5, 400]
-        assert min(sp["class"]) >= 1 and min(sp["machine"]) >= 1  # numbered from 1
-        back = np.zeros((5, 400))
-        back[np.array(sp["class"]) - 1, np.array(sp["machine"]) - 1] = sp["value"]
-        np.testing.assert_array_equal(back, np.array(dense[key]))
+def _rebuild(form, delta_form=None):
+    """The dense matrix of a JSON ``delta``/``p_static`` in any of its forms (as ``as_dict`` documents)."""
+    if isinstance(form, list):
+        return np.array(form, dtype=float)
+    N, M = form["shape"]
+    if form["format"] == "grouped":
+        mg = form["machine_group"] if form["machine_group"] != "as in delta" else delta_form["machine_group"]
+        return np.array(form["groups"], dtype=float)[:, np.array(mg) - 1]
+    assert form["format"] == "sparse"
+    ci = form["class"] if form["class"] != "as in delta" else delta_form["class"]
+    mi = form["machine"] if form["machine"] != "as in delta" else delta_form["machine"]
+    assert min(ci) >= 1 and min(mi) >= 1  # numbered from 1
+    out = np.zeros((N, M))
+    out[np.array(ci) - 1, np.array(mi) - 1] = form["value"]
+    return out
+
+
+@pytest.mark.parametrize("case", ["dense random", "grouped 3.F"])
+def test_compact_json_forms_rebuild_the_dense_matrices(case):
+    if case == "dense random":
+        rng = np.random.default_rng(3)
+        mu, alpha = rng.uniform(0.1, 10, (5, 400)), rng.uniform(1, 5, 5) * 40
+        res, fmt = solve_allocation(mu, alpha), "sparse"
+    else:
+        res, fmt = allocation_lp(hs.load("3.F")), "grouped"
+    dense, compact = json.loads(res.to_json(dense=True)), json.loads(res.to_json(dense=False))
+    assert compact["delta"]["format"] == compact["p_static"]["format"] == fmt
+    assert compact["delta"]["shape"] == [res.N, res.M]
     np.testing.assert_array_equal(np.array(dense["delta"]), res.delta)
-    assert [s for s in sparse["S"]] == [(np.flatnonzero(r) + 1).tolist() for r in res.support]
-    for key in ("lambda", "zeros", "target_zeros", "stabilizable", "status", "success", "message", "seconds"):
-        assert dense[key] == sparse[key]
+    np.testing.assert_array_equal(_rebuild(compact["delta"]), res.delta)
+    p_dense = np.array([[np.nan if v is None else v for v in r] for r in dense["p_static"]])
+    np.testing.assert_allclose(_rebuild(compact["p_static"], compact["delta"]), p_dense, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(p_dense.sum(axis=1), 1.0)
+    assert dense["S"] == [(np.flatnonzero(r) + 1).tolist() for r in res.support] and compact["S"] is None
+    assert compact["S_sizes"] == [len(x) for x in dense["S"]] == res.support.sum(axis=1).tolist()
+    for key in ("lambda", "zeros", "target_zeros", "stabilizable", "status", "success", "message", "Ns",
+                "discount_percent", "w", "class_names", "machine_names"):
+        assert dense[key] == compact[key], key
     # the default switches at DENSE_JSON_CELLS entries
     from hetsched.lp._result import DENSE_JSON_CELLS
 

@@ -148,14 +148,14 @@ class AllocationResult(Result):
         with np.errstate(invalid="ignore", divide="ignore"):
             return cap / cap.sum(axis=1, keepdims=True)
 
-    def ns_lpas(self) -> float:
+    def ns_lpas(self, sizes: np.ndarray | None = None) -> float:
         """Mean machines contacted per arrival under LPAS, ``sum_i alpha_i/alpha~ |S_i|`` (2.5)."""
-        sizes = self.support.sum(axis=1)
+        sizes = self.support.sum(axis=1) if sizes is None else sizes
         return float((self.alpha / self.alpha.sum()) @ sizes)
 
-    def ns_lpas2k(self) -> float:
+    def ns_lpas2k(self, sizes: np.ndarray | None = None) -> float:
         """Mean machines contacted under LPAS-2/k: 2 for classes with ``|S_i| > 1``, else 1."""
-        sizes = self.support.sum(axis=1)
+        sizes = self.support.sum(axis=1) if sizes is None else sizes
         return float((self.alpha / self.alpha.sum()) @ np.minimum(sizes, 2))
 
     def discount(self, ns: float) -> float:
@@ -166,31 +166,61 @@ class AllocationResult(Result):
     def as_dict(self, dense: bool | None = None) -> dict[str, Any]:
         """The JSON form of ``hetsched lp --json`` (the contract's keys and more), JSON-ready.
 
-        ``delta``, ``p_static`` and ``delta_groups`` are lists of rows (one per
-        class) when they have at most :data:`DENSE_JSON_CELLS` entries (or
-        ``dense=True``); larger ones (or ``dense=False``) are sparse:
-        ``{"format": "sparse", "shape": [N, M], "class": [...], "machine":
-        [...], "value": [...]}`` with the nonzero entries, classes and
-        machines numbered from 1. Built with array operations, so a
-        20 x 1,000,000 answer costs well under its solve.
+        ``delta`` and ``p_static`` are lists of rows (one per class) when they
+        have at most :data:`DENSE_JSON_CELLS` entries (or ``dense=True``), and
+        then ``S`` lists each class's machines. Larger ones (or
+        ``dense=False``) are objects with ``"format"`` and ``"shape"``
+        ([N, M]); classes, machines and groups are numbered from 1:
+
+        * ``"grouped"`` (a group-symmetric solution): ``"groups"``, the rows of
+          the per-group matrix, and ``"machine_group"``, each machine's group;
+          entry ``[i][j]`` is ``groups[i][machine_group[j] - 1]``;
+        * ``"sparse"``: the nonzero entries as ``"class"``, ``"machine"`` and
+          ``"value"`` lists;
+
+        and ``S`` is null (``S_sizes`` holds ``|S_i|``); ``p_static`` then has
+        the same form and says ``"as in delta"`` for the indices it shares.
+        Built with array operations: a 20 x 1,000,000 answer costs less
+        than its solve.
         """
-        support = self.support
-        rows, cols = np.nonzero(support)
-        ns, ns2 = self.ns_lpas(), self.ns_lpas2k()
-        ps = self.p_static
-        starts = np.searchsorted(rows, np.arange(self.N + 1))
+        small = dense or (dense is None and self.delta.size <= DENSE_JSON_CELLS)
+        groups = None if small or self.delta_groups is None or self.group_labels is None else self.group_labels
+        first = None if groups is None else np.unique(groups, return_index=True)[1]
+        if groups is None:
+            support = self.support
+            rows, cols = np.nonzero(support)
+            sizes = support.sum(axis=1)
+        else:  # every member of a group has its group's support
+            rows = cols = None
+            sizes = (self.delta[:, first] > self.zero_tol) @ np.bincount(groups)
+        ns, ns2 = self.ns_lpas(sizes), self.ns_lpas2k(sizes)
+        if small:
+            starts = np.searchsorted(rows, np.arange(self.N + 1))
+            S = [(cols[starts[i]:starts[i + 1]] + 1).tolist() for i in range(self.N)]
+            p_static = _floats(self.p_static)
+        else:  # p_static where it is not 0 only: its row sums are sum_j delta_ij mu_ij
+            with np.errstate(invalid="ignore", divide="ignore"):
+                inv = 1.0 / np.einsum("ij,ij->i", self.delta, self.mu)
+            if groups is not None:
+                p_static = {"format": "grouped", "shape": [self.N, self.M], "machine_group": "as in delta",
+                            "groups": _floats(self.delta[:, first] * self.mu[:, first] * inv[:, None])}
+            else:
+                p_static = {"format": "sparse", "shape": [self.N, self.M], "class": "as in delta",
+                            "machine": "as in delta", "value": _floats(self.delta[rows, cols] * self.mu[rows, cols]
+                                                                        * inv[rows])}
         return {
             "lambda": _num(self.lam),
-            "delta": _matrix(self.delta, dense, rows, cols),
-            "zeros": self.zeros,
+            "delta": _matrix(self.delta, small, rows, cols, groups, first),
+            "zeros": int(self.delta.size - sizes.sum()),
             "target_zeros": self.target_zeros,
             "stabilizable": self.stabilizable,
             "utilization": _num(self.utilization),
             "solution": self.solution,
             "grouped": self.grouped,
-            "delta_groups": None if self.delta_groups is None else _matrix(self.delta_groups, dense),
-            "S": [(cols[starts[i]:starts[i + 1]] + 1).tolist() for i in range(self.N)],
-            "p_static": _matrix(ps, dense, rows, cols),
+            "delta_groups": None if self.delta_groups is None else _floats(self.delta_groups),
+            "S": S if small else None,
+            "S_sizes": sizes.tolist(),
+            "p_static": p_static,
             "Ns": {"lpas": ns, "lpas-2k": ns2, "mct": float(self.M)},
             "discount_percent": {"lpas": self.discount(ns), "lpas-2k": self.discount(ns2)},
             "w": None if self.w is None else _floats(self.w),
@@ -209,24 +239,23 @@ class AllocationResult(Result):
     def to_json(self, indent: int | None = 2, dense: bool | None = None) -> str:
         """``as_dict()`` as JSON text: indented, every list of numbers or names on one line
         (encoded by the C encoder, so a million-entry list costs a fraction of a second)."""
+        import re
+
         d = self.as_dict(dense)
-        leaves: dict[str, list] = {}
+        leaves: list[str] = []
 
         def stash(x):
             if isinstance(x, dict):
                 return {k: stash(v) for k, v in x.items()}
             if isinstance(x, list):
-                if x and all(isinstance(v, list) for v in x[:1]):
+                if x and isinstance(x[0], list):
                     return [stash(v) for v in x]
-                key = f"@@leaf{len(leaves)}@@"
-                leaves[key] = x
-                return key
+                leaves.append(json.dumps(x, allow_nan=False))
+                return f"@@leaf{len(leaves) - 1}@@"
             return x
 
         text = json.dumps(stash(d), indent=indent, allow_nan=False)
-        for key, v in leaves.items():
-            text = text.replace(f'"{key}"', json.dumps(v, allow_nan=False), 1)
-        return text
+        return re.sub(r'"@@leaf(\d+)@@"', lambda m: leaves[int(m.group(1))], text)
 
     def to_frame(self):
         """Long format: ``lambda``, the class prices ``w`` (one row per class) and
@@ -306,10 +335,13 @@ def _floats(a: np.ndarray) -> list:
     return [_floats(r) for r in a]
 
 
-def _matrix(m: np.ndarray, dense: bool | None, rows: np.ndarray | None = None, cols: np.ndarray | None = None):
-    """A matrix for JSON: rows, or the sparse triple of its nonzero entries (see ``as_dict``)."""
-    if dense or (dense is None and m.size <= DENSE_JSON_CELLS):
+def _matrix(m: np.ndarray, small: bool, rows=None, cols=None, groups=None, first=None):
+    """A matrix for JSON: rows, its group form or the sparse triple (see ``as_dict``)."""
+    if small:
         return _floats(m)
+    if groups is not None:
+        return {"format": "grouped", "shape": list(m.shape), "groups": _floats(m[:, first]),
+                "machine_group": (groups + 1).tolist()}
     if rows is None:
         rows, cols = np.nonzero(m)
     return {"format": "sparse", "shape": list(m.shape), "class": (rows + 1).tolist(),
