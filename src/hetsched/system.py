@@ -26,7 +26,7 @@ and limits of single fields are in :mod:`hetsched.fields`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -229,10 +229,6 @@ def default_class_names(n: int) -> tuple[str, ...]:
     return tuple(f"c{i + 1}" for i in range(n))
 
 
-_FIELDS = ("id", "alpha", "groups", "title", "source", "availability", "failures", "exec_dist", "alpha_matrix",
-           "class_names", "meta")
-
-
 @dataclass(frozen=True, repr=False)
 class System:
     """A heterogeneous computing system (see module docstring).
@@ -383,7 +379,7 @@ class System:
 
     # -- derived views: computed once, shared (the System is frozen) -------------
     def __getstate__(self) -> dict[str, Any]:
-        return {k: self.__dict__[k] for k in _FIELDS}  # the fields, not the cached views
+        return {f.name: self.__dict__[f.name] for f in fields(self)}  # the fields, not the cached views
 
     @cached_property
     def N(self) -> int:
