@@ -23,8 +23,12 @@ Solutions (HiGHS, through ``highspy``, for the LPs themselves):
   relative interior of the optimal face), used by the robust variants of §3.4.6.
 
 Large systems (``method="auto"`` with more than ``AUTO_PAIRS`` runnable pairs,
-vertex solutions) take the **price route**, which uses the structure of the LP.
-Its dual has only ``N`` free variables: with machine prices
+vertex solutions) take the route their shape favours: the **price route**
+where there are at least as many distinct machines as classes (and copies are
+at most half of them), HiGHS interior point with crossover otherwise (fewer
+machines than classes, or mostly copies of a few machines: all tied), so that
+no route is slower than HiGHS IPM. The price route uses the structure of the
+LP. Its dual has only ``N`` free variables: with machine prices
 ``v_j = max_i y_i mu_ij / alpha_i`` eliminated,
 
 .. math::
@@ -52,7 +56,7 @@ Every result is certified after solving: the primal residuals (class rows
 (2.1), machine rows) and the weak-duality bound ``f(w)`` of the reported prices
 against the capacity ``min_i sum_j delta_ij mu_ij / alpha_i`` that ``delta``
 actually gives; a price-route answer that fails is replaced by HiGHS on the
-whole LP. HiGHS solves the LP as written (the vertices hetsched has always
+whole LP (interior point with crossover for large LPs). HiGHS solves the LP as written (the vertices hetsched has always
 returned) and, if that answer fails, once more rescaled per unit of arrival
 rate with tight tolerances. An LP without positive capacity or a solver
 failure is a ``status`` of the result, not an exception (see

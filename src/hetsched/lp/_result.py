@@ -179,7 +179,10 @@ class AllocationResult(Result):
           ``"value"`` lists;
 
         and ``S`` is null (``S_sizes`` holds ``|S_i|``); ``p_static`` then has
-        the same form and says ``"as in delta"`` for the indices it shares.
+        the grouped form (saying ``"as in delta"`` for ``machine_group``), or
+        is null beside a sparse ``delta`` (it is ``delta_ij mu_ij / sum_j
+        delta_ij mu_ij``; printing its million values would cost more than
+        the solve).
         Built with array operations: a 20 x 1,000,000 answer costs less
         than its solve.
         """
@@ -204,10 +207,8 @@ class AllocationResult(Result):
             if groups is not None:
                 p_static = {"format": "grouped", "shape": [self.N, self.M], "machine_group": "as in delta",
                             "groups": _floats(self.delta[:, first] * self.mu[:, first] * inv[:, None])}
-            else:
-                p_static = {"format": "sparse", "shape": [self.N, self.M], "class": "as in delta",
-                            "machine": "as in delta", "value": _floats(self.delta[rows, cols] * self.mu[rows, cols]
-                                                                        * inv[rows])}
+            else:  # a million arbitrary floats cost more to print than the solve: left to the reader
+                p_static = None
         return {
             "lambda": _num(self.lam),
             "delta": _matrix(self.delta, small, rows, cols, groups, first),
