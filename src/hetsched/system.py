@@ -61,7 +61,7 @@ from .fields import show as _show
 from .fields import vector as _vec
 
 __all__ = ["MachineGroup", "Failures", "CpuChain", "System", "EXEC_DISTS", "groups_from_matrix",
-           "default_class_names", "size_problem", "duplicate"]
+           "default_class_names"]
 
 EXEC_DISTS = ("exp", "det", "hyperexp")
 UP_DISTS = ("exp", "hyperexp", "weibull")

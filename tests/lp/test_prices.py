@@ -305,3 +305,31 @@ def test_cli_reports_a_class_without_capacity_in_one_line(tmp_path):
         out = r.output.strip().splitlines()
         assert len(out) == 1 and "class 2 cannot run on any available machine" in out[0]
         assert "Traceback" not in r.output
+
+
+def test_newton_direction_and_lu_solve_match_numpy():
+    """The compiled, single-threaded solves of the Newton step against numpy's LAPACK on the same systems."""
+    from hetsched.lp import _kernels as K
+
+    rng = np.random.default_rng(11)
+    for N in (1, 3, 40):
+        B = rng.normal(size=(N, N + 5))
+        H = B @ B.T / N  # positive definite
+        g = rng.normal(size=N)
+        ridge = 1e-12 * np.trace(H) / N
+        kkt = np.zeros((N + 1, N + 1))
+        kkt[:N, :N] = H + ridge * np.eye(N)
+        kkt[:N, N] = kkt[N, :N] = 1.0
+        rhs = np.concatenate([-g, [0.0]])
+        want = np.linalg.solve(kkt, rhs)
+        dy = np.empty(N)
+        assert K.newton_direction(H, g, ridge, dy)
+        np.testing.assert_allclose(dy, want[:N], rtol=1e-9, atol=1e-12)
+        assert abs(dy.sum()) < 1e-9 * max(1.0, np.abs(dy).max())  # stays on the simplex's plane
+        x = np.empty(N + 1)
+        assert K.lu_solve(kkt, rhs, x)
+        np.testing.assert_allclose(x, want, rtol=1e-9, atol=1e-12)
+    # a Hessian with a zero row (a class without near ties): Cholesky refuses, LU solves the KKT system
+    H = np.diag([2.0, 1.0, 0.0])
+    assert not K.newton_direction(H, np.ones(3), 1e-14, np.empty(3))
+    assert not K.lu_solve(np.zeros((2, 2)), np.ones(2), np.empty(2))  # singular: the caller's least squares

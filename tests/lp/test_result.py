@@ -10,8 +10,6 @@ exactly the entries of ``delta`` and ``w``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -46,7 +44,14 @@ mu = [2, 5, 3]
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "hetsched.cli", *args], capture_output=True, text=True, timeout=300)
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    from types import SimpleNamespace
+
+    r = CliRunner().invoke(app, list(args))
+    return SimpleNamespace(returncode=r.exit_code, stdout=r.output, output=r.output)
 
 
 def _check_names_everywhere(res, classes, machines):
@@ -71,7 +76,7 @@ def test_names_from_a_scenario_file_appear_in_every_lp_output(tmp_path):
     assert s.class_names == ("web", "batch") and s.machine_names == ("fast", "slow") and s.class_names_given
     _check_names_everywhere(allocation_lp(s), ["web", "batch"], ["fast", "slow"])
     text = _cli("lp", str(f))
-    assert text.returncode == 0, text.stderr
+    assert text.returncode == 0, text.output
     for n in ("web", "batch", "fast", "slow"):
         assert n in text.stdout
     out = json.loads(_cli("lp", str(f), "--json").stdout)

@@ -137,3 +137,44 @@ def newton_direction(H, g, ridge, dy):  # pragma: no cover - compiled
     for i in range(N):
         dy[i] = xg[i] - nu * x1[i]
     return True
+
+
+@njit(cache=True)
+def lu_solve(A, b, x):  # pragma: no cover - compiled
+    """Solve ``A x = b`` by Gaussian elimination with partial pivoting, single-threaded
+    (the fallback of :func:`newton_direction` for a nearly singular Hessian: the
+    whole KKT system). Works on copies; writes ``x``; returns False if a pivot is
+    exactly 0 (a singular system). Compiled, no checks."""
+    n = A.shape[0]
+    U = A.copy()
+    y = b.copy()
+    for k in range(n):
+        p = k
+        best = abs(U[k, k])
+        for i in range(k + 1, n):
+            if abs(U[i, k]) > best:
+                best = abs(U[i, k])
+                p = i
+        if best == 0.0:
+            return False
+        if p != k:
+            for j in range(n):
+                t = U[k, j]
+                U[k, j] = U[p, j]
+                U[p, j] = t
+            t = y[k]
+            y[k] = y[p]
+            y[p] = t
+        piv = U[k, k]
+        for i in range(k + 1, n):
+            f = U[i, k] / piv
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    U[i, j] -= f * U[k, j]
+                y[i] -= f * y[k]
+    for i in range(n - 1, -1, -1):
+        t = y[i]
+        for j in range(i + 1, n):
+            t -= U[i, j] * x[j]
+        x[i] = t / U[i, i]
+    return True

@@ -30,9 +30,10 @@ def _smoothed_prices(nu: np.ndarray, cap: np.ndarray, seed: int = 12345) -> tupl
     and within ``tau log N sum_j cap_j`` of the dual ``sum_j cap_j max_i y_i nu_ij``;
     it is minimised over ``{y >= 0, sum y = 1}`` by Newton's method with the
     equality constraint (direction by a compiled Cholesky solve,
-    :func:`~hetsched.lp._kernels.newton_direction`, or LU on the whole KKT
-    system where the Hessian is nearly singular, least squares where that is
-    singular; backtracking line search, steps kept inside
+    :func:`~hetsched.lp._kernels.newton_direction`, or a compiled LU solve of the
+    whole KKT system where the Hessian is nearly singular, least squares where
+    that is singular; single-threaded, since a multi-threaded LAPACK call
+    spends most of its time waiting for cores on a loaded machine; backtracking line search, steps kept inside
     ``y >= 0``; stop when the Newton decrement is below 1e-11 of the value, or
     30 steps)
     for each temperature of ``_TAUS`` (relative to the mean best score), from
@@ -92,9 +93,10 @@ def _smoothed_prices(nu: np.ndarray, cap: np.ndarray, seed: int = 12345) -> tupl
                 kkt[:N, :N] = H + ridge * np.eye(N)
                 kkt[:N, N] = kkt[N, :N] = 1.0
                 rhs = np.concatenate([-g, [0.0]])
-                try:
-                    dy = np.linalg.solve(kkt, rhs)[:N]
-                except np.linalg.LinAlgError:  # singular: the least-squares direction
+                sol = np.empty(N + 1)
+                if K.lu_solve(kkt, rhs, sol):
+                    dy = sol[:N]
+                else:  # singular: the least-squares direction
                     dy = np.linalg.lstsq(kkt, rhs, rcond=None)[0][:N]
             dec = float(-g @ dy)
             if not np.isfinite(dec) or dec <= 1e-11 * abs(val):
