@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .errors import ModelError
+from .validation import show  # the one short repr of a bad value in messages
 
 __all__ = ["MAX_CLASSES", "MAX_MACHINES", "MAX_GROUPS", "MAX_CELLS", "MAX_STREAM_CELLS", "MAX_RATE", "MIN_RATE",
            "MAX_TIME", "MIN_TIME", "MAX_NAME", "WEIBULL_SHAPE", "SCV_MAX", "Where", "show", "number", "in_range",
@@ -51,19 +52,6 @@ class Where:
 
     def __str__(self) -> str:
         return f"{self.prefix}field '{self.path}'"
-
-
-def show(x: Any) -> str:
-    """Short ``repr`` for messages (long values cut, huge integers by digit count)."""
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 10**30:
-        return f"an integer of {len(str(abs(x)))} digits"
-    import reprlib
-
-    r = reprlib.Repr()
-    r.maxstring, r.maxother, r.maxlist, r.maxlevel = 60, 60, 8, 3
-    return r.repr(x)
 
 
 def number(where: Any, x: Any) -> float:

@@ -44,7 +44,7 @@ from ..fields import (
     SCV_MAX,
     WEIBULL_SHAPE,
 )
-from ..fields import show as _show
+from ..validation import show as _show
 
 __all__ = ["ScenarioFile", "validate", "json_schema", "MAX_CASES"]
 
