@@ -65,6 +65,15 @@ def _compare_unstable():
     return hs.compare(sys_, ["mct", "met"], reps=2, horizon=2_000, seed=1, workers=1)
 
 
+def _lp_named():
+    sys_ = hs.System.from_arrays(alpha=[2.45, 2.45], mu=[[9.0, 5.0], [2.0, 1.0]], class_names=["a", "b"])
+    return hs.solve_allocation(sys_)
+
+
+def _lp_no_capacity():
+    return hs.solve_allocation([[1.0, 0.0], [0.0, 0.0]], [1.0, 1.0])  # status 2: class 2 cannot run
+
+
 def _experiment(exp_id, **extra):
     import tempfile
     from pathlib import Path
@@ -163,6 +172,8 @@ FACTORIES = {
     "DispatchResult(unstable)": lambda: _dispatch(unstable=True),
     "CompareResult(stable)": _compare,
     "CompareResult(unstable)": _compare_unstable,
+    "AllocationResult(certified)": _lp_named,
+    "AllocationResult(no capacity)": _lp_no_capacity,
     "ExperimentResult(exact)": _experiment_exact,
     "ExperimentResult(some unstable)": _experiment_some_unstable,
     "MuscleResult(feasible)": lambda: _muscle(0.6),
