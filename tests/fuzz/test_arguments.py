@@ -93,9 +93,9 @@ def test_parse_sets_per_experiment():
                       ("reps", "--set: expected KEY=VALUE, got 'reps'")):
         with pytest.raises(HetschedError, match=msg):
             parse_sets(exp, [item])
-    assert parse_sets(experiments.get("gang-srn"), []) == {}
+    assert parse_sets(experiments.get("thesis-4.3.1"), []) == {}
     with pytest.raises(HetschedError, match="valid keys: none"):
-        parse_sets(experiments.get("gang-srn"), ["reps=3"])
+        parse_sets(experiments.get("thesis-4.3.1"), ["reps=3"])
 
 
 def test_set_values_apply_under_quick():
