@@ -272,31 +272,6 @@ def summarize(prep, runs: list[dict], *, seed: int, wall: float, scenario: str =
     return res
 
 
-def _batch_means(res: SimResult, k: int, N: int, *, keep_records: bool) -> None:
-    """Turn one whole-log replay into ``k`` batch means (equal job counts, in arrival order), in place."""
-    from ...stats import t_interval
-
-    rec = res.records.sort_values("task", kind="stable")
-    resp = (rec["end"] - rec["arrival"]).to_numpy()
-    cls = rec["class"].to_numpy()
-    parts = np.array_split(np.arange(resp.size), k)
-    Wb = [float(resp[p].mean()) for p in parts]
-    e = t_interval(Wb)
-    res.set_estimate(float(e.mean), (float(e.low), float(e.high)), float(e.rel_half_width))
-    for i, pc in enumerate(res.per_class):
-        vals = [float(resp[p][cls[p] == i].mean()) for p in parts if (cls[p] == i).any()]
-        ei = t_interval(vals) if len(vals) > 1 else None
-        pc["mean"] = pc["W"] = float(np.mean(vals)) if vals else None
-        pc["ci"] = pc["W_ci"] = None if ei is None else [float(ei.low), float(ei.high)]
-        pc.pop("Q_ci", None)
-    res.reps = k
-    res.extra["windows"] = k
-    res.extra["W_windows"] = Wb
-    res.extra["W_log"] = float(resp.mean())
-    if not keep_records:
-        res.records = None
-
-
 def prepare_trace(prep, tw, reps: int):
     """A :class:`~.model.Prepared` of :func:`prepare` turned into a replay of the :class:`~hetsched.traces.TraceWorkload` ``tw``
     in ``reps`` consecutive windows (replication ``r`` replays window ``r``, :meth:`TraceWorkload.windows`)."""
@@ -459,7 +434,7 @@ def simulate(
         per arrival) and formula (2.5), Guided-LPAS ``binds``, Little's-law
         check ``little_rel_error``.
     """
-    from ...runner import _check, replicate
+    from ...runner import check_run, replicate
 
     _load_modules()  # start-up: module imports are not part of wall_seconds
     t_start = time.perf_counter()
@@ -469,7 +444,7 @@ def simulate(
     job = pl.job
     if scheduler is not None and backend != "dask":
         raise ModelError(f"scheduler {scheduler!r} applies only with backend 'dask' (--backend dask)")
-    n_workers = _check(job.reps, job.seed, workers, backend, scheduler)
+    n_workers = check_run(job.reps, job.seed, workers, backend, scheduler)
     prep = job.params
     if backend == "dask":  # a Dask worker runs threads: no forked watchdog there
         prep = replace(prep, guard=False)
@@ -529,21 +504,22 @@ def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int
         if windows not in ("batch", "independent"):
             raise ModelError(f"windows: expected 'batch' or 'independent', got {windows!r}")
         prepare_trace(prep, tw, reps)  # validates reps against the trace
+        batches = int(reps)  # the statistics of the replay need its records (hetsched.traces.replay)
         if windows == "batch":
-            batches, reps = int(reps), 1
-            prep = prepare_trace(replace(prep, records=True), tw, 1)
-        else:
-            prep = prepare_trace(prep, tw, reps)
+            reps = 1
+        prep = prepare_trace(replace(prep, records=True), tw, reps)
     root = seed_sequence(seed)
     scenario = system.id
 
     def finish(runs: list[dict], seconds: float) -> SimResult:
         res = summarize(prep, runs, seed=int(root.entropy), wall=seconds, scenario=scenario, system=system)
         if tw is not None:
+            from ...traces.replay import summarize_replay
+
             res.horizon = None
             res.extra["windows_rule"] = windows
-        if batches:
-            _batch_means(res, batches, len(prep.params.alpha), keep_records=bool(records))
+            summarize_replay(res, tw, batches, machines=prep.params.mu.shape[1], rule=windows,
+                             keep_records=bool(records))
         return res
 
     # warm: this run's own kernel (family, tie rule, user policy), so that forked workers inherit it loaded
