@@ -91,7 +91,7 @@ def simulate(system, policy, *, reps: int = 30, horizon: float | None = None, se
     system : System or str
         A :class:`~hetsched.system.System` or a scenario id / TOML path.
     policy : str or policy object
-        Any policy name of DESIGN.md (``mct``, ``lpas``, ``lpas-dg``,
+        Any policy name of ``hetsched.sim.MODELS`` (``mct``, ``lpas``, ``lpas-dg``,
         ``lpas-dec``, ...), routed to the model that owns it (mapping,
         desktop grid, decentralized grid, ...), or a user policy made with
         :func:`hetsched.mapping_policy` (or a pull policy of the desktop grid).

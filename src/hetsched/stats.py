@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import ModelError
 
-__all__ = ["Estimate", "t_interval", "t_quantile", "warmup_mean"]
+__all__ = ["Estimate", "t_interval", "t_quantile", "warmup_mean", "NSEG", "trend_unstable", "verdict"]
 
 
 @dataclass
@@ -211,3 +211,27 @@ def warmup_mean(times: np.ndarray, values: np.ndarray, warmup: float, horizon: f
     lo = np.clip(t, warmup, horizon)
     hi = np.clip(ends, warmup, horizon)
     return float(np.sum(v * (hi - lo)) / (horizon - warmup))
+
+
+#: segments of the instability rule (:mod:`hetsched.sim.core.instability`, whose docstring states the rule)
+NSEG = 10
+
+
+def trend_unstable(seg) -> bool:
+    """Part 2 of the rule on the ``NSEG`` segment averages ``seg``."""
+    seg = np.asarray(seg, float)
+    if seg.size < 4 or not np.all(np.isfinite(seg)):
+        return False
+    ascents = int(np.sum(np.diff(seg) > 0))
+    early = float(np.mean(seg[1:3]))
+    late = float(np.mean(seg[-2:]))
+    # NSEG = 10: 7 of the 9 successive averages increase
+    return ascents >= math.ceil(0.7 * (seg.size - 1)) and late > 2.0 * early + 5.0
+
+
+def verdict(hit_bound, trend) -> tuple[bool, int, int]:
+    """``(unstable, n_bound, n_trend)`` of a configuration from per-replication flags."""
+    hb = [bool(x) for x in hit_bound]
+    tr = [bool(x) for x in trend]
+    n_bound, n_trend = sum(hb), sum(tr)
+    return (n_bound > 0 or n_trend > len(tr) / 2), n_bound, n_trend

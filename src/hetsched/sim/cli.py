@@ -2,7 +2,7 @@
 
 The command dispatches on the policy through the model registry of
 :mod:`hetsched.sim` (mapping policies run the cluster mapping model of thesis
-ch. 2; later models add their own policies). Contract: ``../shared/DESIGN.md``.
+ch. 2; the other models add their own policies, :data:`hetsched.sim.MODELS`).
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def segment_averages(arrival, end, t0: float, t1: float, nseg: int = 10) -> np.n
 def _trend(rec, rep: np.ndarray) -> tuple[bool, list[float]]:
     """The trend rule on the number in system of each replayed window (one for a whole-log replay):
     unstable when more than half show it (:func:`hetsched.sim.core.instability.verdict`)."""
-    from ..sim.core.instability import NSEG, trend_unstable, verdict
+    from ..stats import NSEG, trend_unstable, verdict
 
     a, e = rec["arrival"].to_numpy(), rec["end"].to_numpy()
     flags, first = [], []
@@ -175,7 +175,7 @@ def summarize_replay(res, tw, windows: int, *, machines: int, rule: str = "batch
     res.extra["segments"] = seg
     pl = res.extra.get("policy_load")
     if grows and pl is not None and pl > 1.0 and not res.unstable:
-        from ..sim.core.result import STATUS_UNSTABLE
+        from ..results import UNSTABLE as STATUS_UNSTABLE
 
         res.status = STATUS_UNSTABLE
         res.message = (f"unstable: the policy sends its busiest machine {pl:.3g} x the work it can do over the "

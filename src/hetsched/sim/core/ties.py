@@ -1,7 +1,7 @@
 """The one tie chooser of every simulator: which of several equally good candidates wins.
 
 The papers break ties "arbitrarily"; every model takes a tie rule as a
-parameter (DESIGN.md): ``lowest`` index, ``highest`` index or ``random``
+parameter: ``lowest`` index, ``highest`` index or ``random``
 (uniform among the tied candidates, drawn from the run's own tie stream so
 that runs stay reproducible). The rule names and codes are those of
 :mod:`hetsched.policies.user` (plain Python, shared with the dispatcher):

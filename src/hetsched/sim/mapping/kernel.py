@@ -63,6 +63,10 @@ Design (the performance tricks, named where they are made):
   policy in a watched child can be stopped when it stops moving.
 """
 
+# long-file: one compiled event loop (numba) with its named tuples, state allocation and per-family
+# selections bound at compile time; splitting the loop into per-event functions was measured to cost
+# events/s (docs/simulation.md, "Layout and the kernel contract").
+
 from __future__ import annotations
 
 from collections import namedtuple

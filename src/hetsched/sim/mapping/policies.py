@@ -1,7 +1,7 @@
 """Policies of the immediate-mode mapping model (thesis ch. 2): the registry and user policies.
 
 Users pick a built-in policy by name (case-insensitive, names fixed by
-DESIGN.md); inside the kernel it is the integer ``code``. The written contract
+the command-line contract); inside the kernel it is the integer ``code``. The written contract
 of every policy: a class-``i`` arrival at time ``t`` is mapped at once to one
 machine (its FCFS queue), chosen as follows; ``ECT_ij = 1/mu_ij + sum_i'
 Q_i'j/mu_i'j`` is the expected completion time (§2.2.2), ``S_i = {j :

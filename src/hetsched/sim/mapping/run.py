@@ -300,6 +300,8 @@ def names_extra(system, N: int, M: int) -> dict:
     """``class_names`` and ``machine_names`` for a result's ``extra``: the system's names, else ``"1"``, ``"2"``, ...
     (numbered from 1)."""
     cn = list(getattr(system, "class_names", None) or []) if system is not None else []
+    if system is not None and not getattr(system, "class_names_given", True):
+        cn = []  # the defaults c1, c2, ...: numbered from 1 like every output
     class_names = [str(cn[i]) if i < len(cn) and cn[i] else str(i + 1) for i in range(N)]
     mn = []
     if system is not None:
