@@ -42,7 +42,6 @@ LONG_ALLOWED = {
     "mdp/ctmdp.py": "mdp: split by idea",
     "mdp/coalloc.py": "mdp: split by idea",
     "sim/desktop/kernel.py": "grids: kernel contract",
-    "srn/export.py": "srn",
 }
 #: file citing a document outside the repository: owner
 CITES_ALLOWED = {
