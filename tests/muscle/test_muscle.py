@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,8 +32,9 @@ from hetsched.muscle import (
 from hetsched.muscle import offered_load, schedule_violations
 from hetsched.traces import read_swf
 from hetsched.muscle.workload import bounded_pareto_mean, bounded_pareto_sample, evenly_spaced_sizes
+from helpers import DATA_DIR, REPO_ROOT
 
-DATA = Path(__file__).parent / "data"
+DATA = DATA_DIR
 SWF = DATA / "muscle_nasa_ipsc_excerpt.swf"
 
 
@@ -474,7 +474,7 @@ def test_fig3_job_size_readings(tmp_path):
 def test_swf_experiment_default_log_is_repository_relative():
     from hetsched.experiments.muscle import SWF_DEFAULT
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO_ROOT
     assert SWF_DEFAULT.resolve() == (repo / ".." / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf.gz").resolve()
     src = (repo / "src" / "hetsched" / "experiments" / "muscle.py").read_text()
     assert "/work/" not in src
