@@ -516,7 +516,7 @@ def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int
     def finish(runs: list[dict], seconds: float) -> SimResult:
         res = summarize(prep, runs, seed=int(root.entropy), wall=seconds, scenario=scenario, system=system)
         if tw is not None:
-            from ...traces.replay import summarize_replay
+            from .replay import summarize_replay
 
             res.horizon = None
             res.extra["windows_rule"] = windows
