@@ -49,11 +49,16 @@ import numpy as np
 from ..errors import ModelError
 
 __all__ = ["RoutingSpace", "MachineSpace", "local_states", "routing_space", "state_count", "build_model",
-           "greedy_policy", "BYTES_PER_PAIR"]
+           "greedy_policy", "BYTES_PER_PAIR", "count_text"]
 
 #: memory of one state-action pair while building (COO rows of ~M+N entries, sorting, CSR copies), for the
 #: estimate checked before building
 BYTES_PER_PAIR = 400
+
+
+def count_text(n: int) -> str:
+    """An exact count with thousands separators, or ``about 9.0e+100`` when it is too long to read."""
+    return f"{n:,}" if n < 10 ** 15 else f"about {float(n):.2g}" if n < 10 ** 300 else f"about 10^{len(str(n)) - 1}"
 
 
 def local_states(alphabet: int, buffer: int) -> int:

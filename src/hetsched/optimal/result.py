@@ -153,6 +153,8 @@ class OptimalRouting(Result):
         """``(states, N)``: the machine (from 0) chosen for each class in each state of the truncated model;
         -1 where the class is blocked."""
         lv = self._need_policy()
+        if getattr(lv, "routes", None) is not None:
+            return lv.routes
         sp = lv.space
         r = sp.actions[lv.policy].copy()
         xs = sp.coords()
@@ -161,6 +163,8 @@ class OptimalRouting(Result):
             for j in E:
                 allf &= sp.machines[j].length[xs[j]] == sp.buffer
             r[allf, i] = -1
+        r.setflags(write=False)
+        lv.routes = r
         return r
 
     def route(self, cls: int, queues) -> int:

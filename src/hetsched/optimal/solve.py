@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from .model import BYTES_PER_PAIR, build_model, greedy_policy, routing_space, state_count
+from .model import BYTES_PER_PAIR, build_model, count_text, greedy_policy, routing_space, state_count
 
 __all__ = ["optimal_routing", "exact_answer", "routing_size", "stationary", "DEFAULT_MAX_STATES", "DEFAULT_TOL"]
 
@@ -123,8 +123,8 @@ def _state_text(alphabets: list[int]) -> str:
 
 
 def _too_large(system_id: str, mu: np.ndarray, B: int, S: int, max_states: int, why: str) -> ModelError:
-    return ModelError(f"optimal routing of {system_id}: {why} buffer B={B} the exact model has {S:,} states "
-                      f"(state: {_state_text(_alphabets(mu))}), more than max_states={max_states:,}; exact "
+    return ModelError(f"optimal routing of {system_id}: {why} the exact model has {count_text(S)} states at buffer "
+                      f"B={B} (state: {_state_text(_alphabets(mu))}), more than max_states={max_states:,}; exact "
                       f"optimal routing is computed for small systems only")
 
 
@@ -182,6 +182,7 @@ class Level:
     policy: Any = None
     pi: Any = None
     values: Any = None
+    routes: Any = None  # (states, N) machine per class (-1 blocked), filled on first use
     message: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -345,13 +346,13 @@ def optimal_routing(system, *, buffer: int | None = None, load: float | None = N
         S, K = state_count(mu, first)
         if S > max_states:
             raise _too_large(system.id, mu, first, S, max_states,
-                             f"at load {1 / lam:.4g} the truncation needs about B={first + 1} tasks per machine; "
-                             f"at")
+                             f"at load {1 / lam:.4g} a negligible truncation needs B={first} tasks per machine or "
+                             f"more;")
         plan = [first]
     else:
         S, K = state_count(mu, buffer)
         if S > max_states:
-            raise _too_large(system.id, mu, buffer, S, max_states, "at")
+            raise _too_large(system.id, mu, buffer, S, max_states, "")
         plan = list(range(max(1, buffer - 2), buffer + 1))
     from .._memory import ensure_fits
 
@@ -404,9 +405,6 @@ def exact_answer(system, metric: str = "Q", **options: Any) -> dict[str, Any]:
         raise ModelError(f"policy 'optimal': the exact optimal routing minimises Q (and so W = Q / throughput); "
                          f"metric {metric!r} has no exact value")
     res = optimal_routing(system, mct=False)
-    if res.status == 1:
-        return {"value": math.nan, "metric": metric, "message": res.message, "seconds": res.seconds,
-                "extra": res.summary()}
     if res.status != 0:
         raise ModelError(f"policy 'optimal' on {res.system}: {res.message}")
     value = res.value if metric == "Q" else res.W
