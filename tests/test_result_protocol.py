@@ -77,6 +77,10 @@ def _ga_result():
                          options=GAOptions(max_gen=20), seed=3)
 
 
+def _optimal(**kw):
+    return hs.optimal_routing(hs.System.from_arrays(alpha=[1.2], mu=[[1.0, 1.0]]), **kw)
+
+
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
@@ -87,6 +91,9 @@ FACTORIES = {
     "MuscleResult(feasible)": lambda: _muscle(0.6),
     "MuscleResult(overloaded)": lambda: _muscle(1.5),
     "GAResult": _ga_result,
+    "OptimalRouting(ok)": lambda: _optimal(load=0.5),
+    "OptimalRouting(unstable)": lambda: _optimal(load=1.2),
+    "OptimalRouting(truncation)": lambda: _optimal(buffer=3),
 }
 
 
