@@ -22,7 +22,7 @@ def _grid(r, cls: int) -> list[str]:
     """Two machines, counts: rows n1, columns n2, the machine chosen (1, 2; '.' blocked)."""
     t = r.table(cls)
     B = t.shape[0] - 1
-    lines = [f"  class {cls}" + (f" ({r.class_names[cls - 1]})" if r.class_names else "")
+    lines = [f"  class {cls}" + (f" ({r.class_names[cls - 1]})" if r.class_names and r.class_names[cls - 1] != f"c{cls}" else "")
              + ": rows n1 = 0..B, columns n2 = 0..B; the machine chosen (. = blocked)"]
     head = "".join(f"{k % 10}" for k in range(B + 1))
     lines.append(f"  {'n1':>4}  {head}")
