@@ -96,8 +96,8 @@ t_import = time.perf_counter() - t0
 prm = CoallocParams.from_loads(rho=0.8, mu3=0.7, p=0.6, delta=200)
 out = {"import": t_import}
 import numpy as np
-from hetsched.mdp.coalloc import _warm_builder
-from hetsched.mdp.ctmdp import _warm_kernels
+from hetsched.mdp.coalloc.builder import _warm_builder
+from hetsched.mdp.kernels import _warm_kernels
 t, c = time.perf_counter(), time.process_time()
 _warm_builder(); _warm_kernels("vi", np.int32)  # what the first build + solve loads: builder and solver kernels
 out["load"], out["load_cpu"] = time.perf_counter() - t, time.process_time() - c
@@ -185,7 +185,8 @@ def _fresh_rows() -> list[dict]:
 
 def main(quick: bool = False) -> list[dict]:
     from hetsched.mdp.coalloc import CoallocParams, build_coalloc, solve_coalloc
-    from hetsched.mdp.ctmdp import _default_eps, value_iteration
+    from hetsched.mdp.ctmdp import value_iteration
+    from hetsched.mdp.operators import _default_eps
 
     rows = []
     deltas = (30, 100, 200)
@@ -253,8 +254,9 @@ c0 = pt()
 import hetsched.cli  # what the command imports before it parses its options
 c1 = pt()
 import numpy as np
-from hetsched.mdp import ctmdp
-from hetsched.mdp.coalloc import CoallocParams, _warm_builder, build_coalloc, solve_coalloc
+from hetsched.mdp import kernels as ctmdp
+from hetsched.mdp.coalloc import CoallocParams, build_coalloc, solve_coalloc
+from hetsched.mdp.coalloc.builder import _warm_builder
 from hetsched.mdp.stability import coalloc_stability
 prm = CoallocParams.from_loads(rho=0.8, mu3=0.7, p=0.6, delta=200)
 c2 = pt(); st = coalloc_stability(prm); c3 = pt()

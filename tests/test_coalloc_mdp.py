@@ -74,7 +74,7 @@ def test_state_count_published() -> None:
 
 def test_compiled_builder_equals_its_python_execution() -> None:
     # the numba kernel run as plain Python (its py_func) writes the same arrays
-    from hetsched.mdp.coalloc import _CFG_LUT, _ROW_MAX, CONFIGS, _coalloc_kernel
+    from hetsched.mdp.coalloc.builder import _CFG_LUT, _ROW_MAX, CONFIGS, _coalloc_kernel
 
     for prm in (params(delta=3), params(delta=3, self_loop="post", boundary="absorb", p=1.0)):
         D = prm.delta

@@ -283,7 +283,7 @@ def _emit_compact(d: dict) -> None:
     try:
         text = json.dumps(d, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
-        from ..experiments import _jsonable
+        from ..results import jsonable as _jsonable
 
         text = json.dumps(_jsonable(d), separators=(",", ":"))
     typer.echo(text)
