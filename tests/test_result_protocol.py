@@ -32,9 +32,40 @@ def _sim_unstable():
     return hs.simulate(sys_, "mct", reps=2, horizon=2_000, seed=1, workers=1)
 
 
+def _mdp_discounted():
+    import scipy.sparse as sp
+
+    R = sp.csr_matrix(np.array([[0, 1.0], [2.0, 0], [0, 0]]))
+    m = hs.CTMDP.from_pairs([0, 1, 1], [0, 0, 1], R, [1.0, 2.0, 5.0], 2)
+    return hs.value_iteration(m, 0.1)
+
+
+def _mdp_average_multichain():
+    import scipy.sparse as sp
+
+    from hetsched.mdp.ctmdp import average_policy_iteration
+
+    R = sp.csr_matrix(np.array([[0, 0, 0], [0, 0, 0], [1.0, 0, 0], [0, 1.0, 0]]))
+    return average_policy_iteration(hs.CTMDP.from_pairs([0, 1, 2, 2], [0, 0, 0, 1], R, [1.0, 3.0, 10.0, 0.0], 3))
+
+
+def _coalloc_solution():
+    return hs.solve_coalloc(hs.CoallocParams.from_loads(rho=0.8, delta=4))
+
+
+def _file_solution():
+    from pathlib import Path
+
+    return hs.mdp.solve(Path(__file__).parent / "data" / "mdp" / "polling2.drn", "average", reward="served")
+
+
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
+    "MDPResult(discounted)": _mdp_discounted,
+    "MDPResult(average, multichain)": _mdp_average_multichain,
+    "CoallocSolution": _coalloc_solution,
+    "FileSolution": _file_solution,
 }
 
 

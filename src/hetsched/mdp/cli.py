@@ -1,4 +1,4 @@
-"""``hetsched mdp coalloc``: the optimal co-allocation policy of seed-000 (§5 tables)."""
+"""``hetsched mdp coalloc`` (the optimal co-allocation policy of seed 000, §5 tables) and ``hetsched mdp solve FILE``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 
 from .._cliutil import guard
 
-mdp_app = typer.Typer(help="Continuous-time Markov decision processes (seed 000: co-allocation).",
+mdp_app = typer.Typer(help="Markov decision processes: seed 000's co-allocation model, and DRN/PRISM files.",
                       no_args_is_help=True)
 
 
@@ -268,6 +268,74 @@ def coalloc_cmd(
             typer.echo(f"wrote {export} (pymdptoolbox arrays; hetsched.mdp.export.load_mdptoolbox)")
     if not sol.result.success:
         typer.echo(f"warning: {sol.result.message}", err=True)
+
+
+@mdp_app.command("solve")
+@guard
+def solve_cmd(
+    path: Path = typer.Argument(..., help="Model file: Storm DRN (.drn) or PRISM/Storm explicit (.tra, with .lab/.sta/"
+                                          "reward files next to it)."),
+    criterion: str = typer.Option("average", "--criterion", help="average (long-run, per step or per time unit) or "
+                                                                  "discounted."),
+    discount: Optional[float] = typer.Option(None, "--discount", help="Discounted criterion: the factor in (0, 1) "
+                                             "of a DTMC/MDP, the rate > 0 of a CTMC/CTMDP/Markov automaton."),
+    maximise: bool = typer.Option(False, "--maximise", "--maximize", help="Maximise the reward (default: minimise "
+                                                                           "it, as a cost)."),
+    reward: Optional[str] = typer.Option(None, "--reward", help="Reward structure to use (needed when the file has "
+                                                                 "several)."),
+    kind: Optional[str] = typer.Option(None, "--type", help="dtmc or ctmc: what a PRISM .tra of a chain is (it does "
+                                                            "not say; default: dtmc when every row sums to 1)."),
+    method: str = typer.Option("auto", "--method", help="auto, policy-iteration, value-iteration (discounted) or "
+                                                        "relative-value-iteration (average, unichain only)."),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Optimal discounted or long-run average reward of every state of a DTMC, CTMC, MDP, CTMDP or Markov automaton.
+
+    Discrete-time models are mapped exactly to the continuous-time solver (docs/mdp.md);
+    the long-run average handles multichain models (the optimal gain of every state).
+    """
+    from .filemodel import KINDS
+    from .filesolve import CRITERIA, solve
+
+    _choice("--criterion", criterion, CRITERIA)
+    _choice("--method", method, ("auto", "policy-iteration", "value-iteration", "relative-value-iteration"))
+    if kind is not None:
+        _choice("--type", kind, KINDS)
+    if discount is not None and criterion != "discounted":
+        from ..errors import ModelError
+
+        raise ModelError(f"--discount: {discount:g} is given but --criterion is {criterion}")
+    try:
+        res = solve(path, criterion, discount=discount, maximise=maximise, reward=reward, method=method, kind=kind)
+    except Exception as exc:
+        from ..errors import ModelError
+
+        if isinstance(exc, ModelError) and str(exc).startswith(("discount:", "reward:", "method:", "kind:")):
+            raise ModelError("--" + str(exc).replace("kind:", "type:", 1)) from None
+        raise
+    if json_out:
+        _emit_compact(res.as_dict())
+        return
+    typer.echo(res._headline())
+    typer.echo(f"status {res.status}: {res.message}")
+    typer.echo(f"mapping: {res.mapping}")
+    for note in res.notes:
+        typer.echo(f"note: {note}")
+    name = "value" if criterion == "discounted" else "long-run average"
+    n = res.n_states
+    shown = range(n) if n <= 40 else res.initial.tolist()
+    typer.echo(f"{'state':>7s} {name:>18s}  choice")
+    init = set(res.initial.tolist())
+    for s in shown:
+        act = res.actions[s] if res.actions and res.actions[s] not in ("", "__NOLABEL__") else str(int(res.policy[s]))
+        desc = (res.valuations[s] if res.valuations else "") if n <= 40 else ""
+        typer.echo(f"{s:>7d} {res.values[s]:>18.10g}  {act}{' (initial)' if s in init else ''}"
+                   + (f"  {desc}" if desc else ""))
+    if n > 40:
+        typer.echo(f"({n} states; all values with --json)")
+    typer.echo(f"{res.solver.method}: {res.solver.iterations} iterations, {res.seconds:.3f} s")
+    if not res.success:
+        typer.echo(f"warning: {res.message}", err=True)
 
 
 def _emit_compact(d: dict) -> None:
