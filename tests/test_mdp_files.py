@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 import hetsched as hs
 from hetsched.errors import ModelError

@@ -147,7 +147,7 @@ def policies_text(stab: dict) -> str:
 
 def overload_message(stab: dict, rho, rho1, rho2) -> str:
     """The refusal of a load no policy can carry: the option, its value and the bound."""
-    r1, r2, cap = stab["rho1"], stab["rho2"], stab["fluid_max_rho1"]
+    r2, cap = stab["rho2"], stab["fluid_max_rho1"]
     if r2 >= 1:
         opt, val = ("--rho", rho) if rho is not None else ("--rho2", rho2)
         bound = "fluid bound: rho2 < 1, cluster 2 alone is overloaded under every policy"
