@@ -33,11 +33,10 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ..errors import ModelError, SolverError
 from .model import CTMDP
-from .operators import _check_beta, _segment_min
+from .operators import _check_beta, _segment_min, splu
 from .result import MDPResult
 
 __all__ = [
@@ -66,7 +65,7 @@ def stationary_distribution(Q: sp.spmatrix) -> np.ndarray:
     b = np.zeros(n)
     b[-1] = 1.0
     try:
-        pi = spla.splu(A.tocsc()).solve(b)
+        pi = splu(A.tocsc()).solve(b)
     except (RuntimeError, MemoryError, ValueError) as exc:
         raise SolverError(f"stationary distribution: singular system ({exc}); is the chain irreducible?") from exc
     resid = float(np.abs(Q.T @ pi).max())
@@ -139,7 +138,7 @@ def _evaluate_multichain(model: CTMDP, k: np.ndarray, cls: np.ndarray) -> tuple[
     vals = np.concatenate([Q_RR.data[keep], -np.ones(rec.size)])
     M = sp.csc_matrix((vals, (rows, cols)), shape=(rec.size, rec.size))
     try:
-        lu = spla.splu(M)
+        lu = splu(M)
         x = lu.solve(-c[rec])
         e = np.zeros(rec.size)
         e[loc[ref]] = 1.0
@@ -156,7 +155,7 @@ def _evaluate_multichain(model: CTMDP, k: np.ndarray, cls: np.ndarray) -> tuple[
         Q_TT = (Rk[tra][:, tra] - sp.diags(out[tra])).tocsc()
         Q_TR = Rk[tra][:, rec]
         try:
-            lut = spla.splu(Q_TT)
+            lut = splu(Q_TT)
         except (RuntimeError, MemoryError, ValueError) as exc:
             raise SolverError(f"average-cost evaluation failed on the transient states ({exc})") from exc
         g[tra] = lut.solve(-(Q_TR @ g[rec]))
@@ -255,7 +254,7 @@ def _evaluate_average(model: CTMDP, k: np.ndarray, ref: int) -> tuple[float, np.
     G = G.tolil()
     G[:, ref] = -np.ones((S, 1))
     try:
-        x = spla.splu(G.tocsc()).solve(-model.cost[k])
+        x = splu(G.tocsc()).solve(-model.cost[k])
     except (RuntimeError, MemoryError, ValueError) as exc:
         raise SolverError(f"average-cost evaluation failed ({exc}); is the policy unichain?") from exc
     g = float(x[ref])

@@ -14,49 +14,8 @@ mdp_app = typer.Typer(help="Markov decision processes: seed 000's co-allocation 
 
 
 def format_tables(sol, near: float = 0.005) -> str:
-    """The §5 figures as text: one action grid per ``x1`` (rows ``q1``, columns ``q2``), then margins.
-
-    In the grid ``1`` = co-allocate, ``.`` = do not; a cell whose two actions cost
-    within ``near`` (relative) of each other is shown as ``~`` after the digit.
-    The margin grid gives ``100 (Q0 - Q1) / Q0`` (% of the cost of not co-allocating;
-    positive: co-allocation is cheaper).
-    """
-    prm = sol.model.params
-    D = prm.delta
-    lines = []
-    for key in ("x1=0", "x1=1"):
-        tab, mar, cert = sol.tables[key], sol.margins[key], sol.certified[key]
-        lines.append(f"Optimal action in states (q1, q2, g=2, {key.replace('=', '=')}, x2=0, x11=0)"
-                     f"  [1 = co-allocate, . = not, ~ = margin < {100 * near:g} %, ? = not certified]")
-        head = "q1\\q2 " + "".join(f"{q2:>3d}" for q2 in range(D + 1))
-        lines.append(head)
-        for i in range(D):
-            cells = []
-            for j in range(D + 1):
-                c = "1" if tab[i, j] else "."
-                flag = "?" if not cert[i, j] else ("~" if abs(mar[i, j]) < near else " ")
-                cells.append(f" {c}{flag}")
-            lines.append(f"{i + 1:>5d} " + "".join(cells))
-        lines.append("")
-        lines.append(f"Margin (Q0 - Q1) / Q0 in %, {key}  (rows q1 = 1..{D}, columns q2 = 0..{D})")
-        lines.append("q1\\q2 " + "".join(f"{q2:>6d}" for q2 in range(D + 1)))
-        for i in range(D):
-            lines.append(f"{i + 1:>5d} " + "".join(f"{100 * mar[i, j]:6.2f}" for j in range(D + 1)))
-        lines.append("")
-    r = sol.result
-    ties = sol.near_ties(near)
-    n_ties = sum(len(v) for v in ties.values())
-    lines.append(
-        f"{sol.model.ctmdp.n_states} states, {r.method}: {r.iterations} iterations, {sol.seconds:.3f} s "
-        f"(build {sol.model.build_seconds:.3f} s); {r.message}"
-    )
-    lines.append(
-        f"rho1={prm.rho1:.4g} rho2={prm.rho2:.4g} lambda1={prm.lam1:.4g} lambda2={prm.lam2:.4g} mu1={prm.mu1:g} "
-        f"mu2={prm.mu2:g} mu3={prm.mu3:g} p={prm.p:g} c1={prm.c1:g} c2={prm.c2:g} beta={prm.beta:g} Delta={D} "
-        f"self_loop={prm.self_loop} boundary={prm.boundary} nu={prm.nu_used:.4g}; "
-        f"{n_ties} near-tie cells (< {100 * near:g} %)"
-    )
-    return "\n".join(lines)
+    """The §5 figures as text (:meth:`~hetsched.mdp.coalloc.CoallocSolution.table_text`)."""
+    return sol.table_text(near=near)
 
 
 #: measured peak memory of ``mdp coalloc`` per state of the truncated model (about 1.1 kB at

@@ -36,7 +36,6 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ..errors import ModelError, SolverError
 from .kernels import _anderson_kernel, _gs_eval_sweeps, _gs_pass, _gs_sweeps, _residual_range, _warm_kernels
@@ -51,6 +50,7 @@ from .operators import (
     _segment_min,
     _uniform_rate,
     q_values,
+    splu,
 )
 from .result import MDPResult
 
@@ -256,7 +256,7 @@ def _evaluate_discounted(model: CTMDP, k: np.ndarray, beta: float) -> np.ndarray
     """Exact discounted value of the pairs ``k``: solve ``(beta I - Q_pi) v = c_pi``."""
     A = (sp.diags(beta + model.out[k]) - model.R[k]).tocsc()
     try:
-        return spla.splu(A).solve(model.cost[k])
+        return splu(A).solve(model.cost[k])
     except (RuntimeError, MemoryError, ValueError) as exc:  # singular (impossible for beta > 0) or too big
         raise SolverError(f"policy evaluation failed: {exc}") from exc
 

@@ -96,3 +96,10 @@ def _default_eps(model: CTMDP, beta: float) -> float:
     """Absolute tolerance 1e-8 of the cost scale ``max|c| / beta``."""
     scale = float(np.abs(model.cost).max()) / beta if model.n_pairs else 1.0
     return 1e-8 * max(scale, 1.0)
+
+
+def splu(A: Any) -> Any:
+    """scipy's sparse LU (``scipy.sparse.linalg.splu``), imported on first use: value iteration never needs it."""
+    from scipy.sparse.linalg import splu as _splu
+
+    return _splu(A)

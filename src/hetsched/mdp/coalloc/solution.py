@@ -138,6 +138,50 @@ class CoallocSolution(Result):
             out[key] = [(int(a) + 1, int(b), float(m[a, b])) for a, b in zip(i, j)]
         return out
 
+    def table_text(self, keys: tuple[str, ...] = ("x1=0", "x1=1"), near: float = 0.005, margins: bool = True) -> str:
+        """The §5 figures as text: one action grid per ``x1`` (rows ``q1``, columns ``q2``), then margins.
+
+        In the grid ``1`` = co-allocate, ``.`` = do not; a cell whose two actions cost
+        within ``near`` (relative) of each other is marked ``~`` after the digit, a cell
+        the error bound cannot decide ``?``. The margin grid gives ``100 (Q0 - Q1) / Q0``
+        (% of the cost of not co-allocating; positive: co-allocation is cheaper).
+        """
+        prm = self.model.params
+        D = prm.delta
+        lines = []
+        for key in keys:
+            tab, mar, cert = self.tables[key], self.margins[key], self.certified[key]
+            lines.append(f"Optimal action in states (q1, q2, g=2, {key}, x2=0, x11=0)"
+                         f"  [1 = co-allocate, . = not, ~ = margin < {100 * near:g} %, ? = not certified]")
+            lines.append("q1\\q2 " + "".join(f"{q2:>3d}" for q2 in range(D + 1)))
+            for i in range(D):
+                cells = []
+                for j in range(D + 1):
+                    c = "1" if tab[i, j] else "."
+                    flag = "?" if not cert[i, j] else ("~" if abs(mar[i, j]) < near else " ")
+                    cells.append(f" {c}{flag}")
+                lines.append(f"{i + 1:>5d} " + "".join(cells))
+            lines.append("")
+            if margins:
+                lines.append(f"Margin (Q0 - Q1) / Q0 in %, {key}  (rows q1 = 1..{D}, columns q2 = 0..{D})")
+                lines.append("q1\\q2 " + "".join(f"{q2:>6d}" for q2 in range(D + 1)))
+                for i in range(D):
+                    lines.append(f"{i + 1:>5d} " + "".join(f"{100 * mar[i, j]:6.2f}" for j in range(D + 1)))
+                lines.append("")
+        r = self.result
+        n_ties = sum(len(v) for v in self.near_ties(near).values())
+        lines.append(
+            f"{self.model.ctmdp.n_states} states, {r.method}: {r.iterations} iterations, {self.seconds:.3f} s "
+            f"(build {self.model.build_seconds:.3f} s); {r.message}"
+        )
+        lines.append(
+            f"rho1={prm.rho1:.4g} rho2={prm.rho2:.4g} lambda1={prm.lam1:.4g} lambda2={prm.lam2:.4g} mu1={prm.mu1:g} "
+            f"mu2={prm.mu2:g} mu3={prm.mu3:g} p={prm.p:g} c1={prm.c1:g} c2={prm.c2:g} beta={prm.beta:g} Delta={D} "
+            f"self_loop={prm.self_loop} boundary={prm.boundary} nu={prm.nu_used:.4g}; "
+            f"{n_ties} near-tie cells (< {100 * near:g} %)"
+        )
+        return "\n".join(lines)
+
     def as_dict(self) -> dict[str, Any]:
         """The JSON of ``hetsched mdp coalloc --json`` (the tables as plain lists; scalars JSON-ready)."""
         r = self.result
