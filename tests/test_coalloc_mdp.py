@@ -22,7 +22,7 @@ from hetsched.mdp.coalloc import (
     policy_from_table,
     solve_coalloc,
 )
-from hetsched.mdp.ctmdp import policy_iteration, to_mdptoolbox, value_iteration
+from hetsched.mdp.ctmdp import to_mdptoolbox, value_iteration
 
 
 def params(**kw) -> CoallocParams:

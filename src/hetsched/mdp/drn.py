@@ -54,27 +54,35 @@ def _read_drn(path: Path, text: str) -> MarkovModel:
         K = int(header["nr_choices"][0]) if header.get("nr_choices") else None
     except (KeyError, IndexError, ValueError):
         raise ModelError(f"{where}: @nr_states (and @nr_choices) must give integers") from None
-    state_ptr = np.zeros(S + 1, dtype=np.int64)
     exit_rate = np.zeros(S)
-    srew: list[list[float]] = []
-    arew: list[list[float]] = []
+    srew_txt: list[str | None] = []
+    arew_txt: list[str | None] = []
     labels: dict[str, list[int]] = {}
     initial: list[int] = []
     acts: list[str] = []
     vals_text: list[str] = []
-    rows: list[int] = []
+    starts: list[int] = []  # index in vals_text of each choice's first transition
     valuations: list[str] = [""] * S
-    s, k = -1, -1
+    n_ch = np.zeros(S, dtype=np.int64)
+    s = -1
     for ln in lines[i:]:
         t = ln.strip()
         if not t:
             continue
-        if t.startswith("//"):
+        c0 = t[0]
+        if c0.isdigit():  # most lines: a transition 'target : value'
+            if not starts:
+                raise ModelError(f"{where}: transition {t[:40]!r} before the first 'action'")
+            vals_text.append(t)
+            continue
+        if c0 == "/":
             if 0 <= s < S and t.startswith("//["):
                 valuations[s] = t[3:].rstrip("]").replace("\t", " ")
             continue
         if t.startswith("state "):
             s += 1
+            if s >= S:
+                raise ModelError(f"{where}: more states than @nr_states = {S}")
             parts, rew, rest = _split_brackets(t[6:], state=True)
             if not parts or parts[0] != str(s):
                 raise ModelError(f"{where}: expected 'state {s}', got {t[:60]!r}")
@@ -83,7 +91,7 @@ def _read_drn(path: Path, text: str) -> MarkovModel:
             if n_rew is None:
                 n_rew = len(rew.replace(",", " ").split()) if rew is not None else 0
                 rnames = [""] * n_rew if n_rew == 1 else [f"reward{j + 1}" for j in range(n_rew)]
-            srew.append(_rew_list(rew, n_rew, f"{where}: state {s} rewards"))
+            srew_txt.append(rew)
             for lab in rest.split():
                 if lab.startswith("{"):
                     raise ModelError(f"{where}: state {s} has an observation: partially observable models are "
@@ -91,27 +99,27 @@ def _read_drn(path: Path, text: str) -> MarkovModel:
                 labels.setdefault(lab, []).append(s)
                 if lab == "init":
                     initial.append(s)
-            state_ptr[s + 1] = state_ptr[s]
         elif t.startswith("action "):
             if s < 0:
                 raise ModelError(f"{where}: 'action' before the first 'state'")
-            k += 1
-            state_ptr[s + 1] += 1
+            n_ch[s] += 1
+            starts.append(len(vals_text))
             parts, rew, _ = _split_brackets(t[7:], state=False)
             acts.append(parts[0] if parts else "")
-            arew.append(_rew_list(rew, n_rew, f"{where}: state {s} action rewards"))
+            arew_txt.append(rew)
         else:
-            if k < 0:
-                raise ModelError(f"{where}: transition {t[:40]!r} before the first 'action'")
-            vals_text.append(t)
-            rows.append(k)
+            raise ModelError(f"{where}: line {t[:60]!r} is neither a state, an action nor a transition")
+    k = len(starts) - 1
+    state_ptr = np.concatenate(([0], np.cumsum(n_ch))).astype(np.int64)
     if s + 1 != S:
         raise ModelError(f"{where}: @nr_states says {S} states, the model lists {s + 1}")
     if K is not None and k + 1 != K:
         raise ModelError(f"{where}: @nr_choices says {K} choices, the model lists {k + 1}")
     K = k + 1
-    for s_ in range(S):
-        state_ptr[s_ + 1] = max(state_ptr[s_ + 1], state_ptr[s_])
+    n_rew = n_rew or 0
+    sr = _bulk_rewards(srew_txt, n_rew, f"{where}: state rewards")
+    ar = _bulk_rewards(arew_txt, n_rew, f"{where}: action rewards")
+    rows = np.repeat(np.arange(K, dtype=np.int64), np.diff(np.array(starts + [len(vals_text)], dtype=np.int64)))
     tok = " ".join(vals_text).replace(":", " ").split()
     if len(tok) != 2 * len(vals_text):
         bad = next(v for v in vals_text if len(v.replace(":", " ").split()) != 2)
@@ -121,7 +129,7 @@ def _read_drn(path: Path, text: str) -> MarkovModel:
     except ValueError:
         raise ModelError(f"{where}: a transition target is not a state number") from None
     vals = _nums(tok[1::2], f"{where}: transition value")
-    rows_a = np.array(rows, dtype=np.int64)
+    rows_a = rows
     notes: list[str] = []
     markovian = None
     if kind == "ma":
@@ -136,7 +144,7 @@ def _read_drn(path: Path, text: str) -> MarkovModel:
             new_index = np.cumsum(keep) - 1
             sel = keep[rows_a]
             rows_a, cols, vals = new_index[rows_a[sel]], cols[sel], vals[sel]
-            arew = [a for a, k_ in zip(arew, keep) if k_]
+            ar = ar[keep]
             acts = [a for a, k_ in zip(acts, keep) if k_]
             n_ch = n_ch - np.isin(np.arange(S), hybrid)
             state_ptr = np.concatenate(([0], np.cumsum(n_ch))).astype(np.int64)
@@ -154,10 +162,7 @@ def _read_drn(path: Path, text: str) -> MarkovModel:
             raise ModelError(f"{where}: the probabilities of Markovian choice {kk} sum to {sums[kk]:.10g}, not 1")
         vals = vals * scale[rows_a]
     M = _finish(kind, state_ptr, rows_a, cols, vals, where, notes, markovian)
-    n_rew = n_rew or 0
     rewards = {}
-    sr = np.array(srew, dtype=float).reshape(S, n_rew) if n_rew else np.zeros((S, 0))
-    ar = np.array(arew, dtype=float).reshape(K, n_rew) if n_rew else np.zeros((K, 0))
     for j in range(n_rew):
         name = rnames[j] if j < len(rnames) else ""
         rewards[name] = Reward(state=sr[:, j] if sr[:, j].any() else None, action=ar[:, j] if ar[:, j].any() else None)
@@ -183,12 +188,20 @@ def _split_brackets(t: str, state: bool) -> tuple[list[str], str | None, str]:
     return toks[:n], None, " ".join(toks[n:])
 
 
-def _rew_list(rew: str | None, n: int, where: str) -> list[float]:
-    if rew is None:
-        return [0.0] * n
-    toks = [x for x in rew.replace(",", " ").split()]
-    if len(toks) != n:
-        if n == 0 and all(_num(x, where) == 0 for x in toks):
-            return []
-        raise ModelError(f"{where}: {len(toks)} values for {n} reward model(s)")
-    return [_num(x, where) for x in toks]
+def _bulk_rewards(txt: list[str | None], n: int, where: str) -> np.ndarray:
+    """``(len(txt), n)`` reward values from the bracket texts (``None``: zeros), parsed at once."""
+    out = np.zeros((len(txt), n))
+    if not n:
+        bad = next((x for x in txt if x is not None and any(_num(v, where) != 0 for v in x.replace(",", " ").split())),
+                   None)
+        if bad is not None:
+            raise ModelError(f"{where}: values [{bad}] but @reward_models names no reward model")
+        return out
+    have = [j for j, x in enumerate(txt) if x is not None]
+    toks = " ".join(txt[j] for j in have).replace(",", " ").split()
+    if len(toks) != n * len(have):
+        j = next(j for j in have if len(txt[j].replace(",", " ").split()) != n)
+        raise ModelError(f"{where}: [{txt[j]}] has {len(txt[j].replace(',', ' ').split())} values for {n} reward "
+                         f"model(s)")
+    out[have] = _nums(toks, where).reshape(len(have), n)
+    return out

@@ -24,11 +24,13 @@ minimizes cost):
   models whose instantaneous choices can loop forever without time passing (Zeno)
   are refused by name.
 
-Solvers: discounted, exact policy iteration (sparse LU; certified by the MacQueen
-bound) up to 200,000 state-action pairs, compiled Gauss-Seidel value iteration
-beyond (same certificate); average, multichain policy iteration
-(:func:`hetsched.mdp.average.average_policy_iteration`: the optimal gain of every
-state).
+Solvers (``method="auto"``): up to :data:`LU_MAX_STATES` states, exact policy
+iteration with sparse LU — discounted, certified by the MacQueen bound; average,
+multichain policy iteration (:func:`hetsched.mdp.average.average_policy_iteration`:
+the optimal gain of every state). Beyond, where LU fill-in can exhaust memory:
+discounted, compiled Gauss-Seidel value iteration (same certificate); average,
+relative value iteration (Odoni bounds; unichain or communicating models only —
+on a multichain model it does not converge and the result says so).
 """
 
 from __future__ import annotations
@@ -49,8 +51,12 @@ from .result import MDPResult
 __all__ = ["FileSolution", "solve", "to_ctmdp", "CRITERIA"]
 
 CRITERIA = ("discounted", "average")
-#: above this many state-action pairs the discounted default is value iteration instead of policy iteration
-PI_MAX_PAIRS = 200_000
+#: above this many states the default solvers avoid sparse LU (SuperLU's fill-in on a 36,000-state CTMC of
+#: the flexible manufacturing system exhausted 16 GB): discounted, value iteration; average, relative value
+#: iteration (certified bounds, unichain or communicating models only)
+LU_MAX_STATES = 20_000
+#: iteration limit of relative value iteration under method="auto"
+RVI_MAX_ITER = 200_000
 
 
 def _reward(m: MarkovModel, name: str | None) -> tuple[str, Reward]:
@@ -273,7 +279,7 @@ def solve(model: MarkovModel | str | Path, criterion: str = "average", *, discou
             scale = float(np.abs(c.cost).max()) / beta if c.n_pairs else 1.0
             tol = 1e-10 * max(scale, 1e-300) if eps is None else float(eps)
             if method == "auto":
-                method = "policy-iteration" if c.n_pairs <= PI_MAX_PAIRS else "value-iteration"
+                method = "policy-iteration" if c.n_states <= LU_MAX_STATES else "value-iteration"
             if method == "policy-iteration":
                 res = policy_iteration(c, beta, eps=tol)
             elif method == "value-iteration":
@@ -282,10 +288,18 @@ def solve(model: MarkovModel | str | Path, criterion: str = "average", *, discou
                 raise ModelError(f"method: expected auto, policy-iteration or value-iteration, got {method!r}")
             vals_c = res.values
         else:
-            if method in ("auto", "policy-iteration"):
+            if method == "auto":
+                method = "policy-iteration" if c.n_states <= LU_MAX_STATES else "relative-value-iteration"
+            if method == "policy-iteration":
                 res = average_policy_iteration(c)
             elif method == "relative-value-iteration":
-                res = relative_value_iteration(c)
+                res = relative_value_iteration(c, max_iter=RVI_MAX_ITER)
+                if res.success:
+                    res.gains = np.full(c.n_states, float(res.gain))
+                else:  # no certified gain: no value is reported (NaN), the bounds stay in lower/upper
+                    res.gain, res.gains = None, None
+                    res.message += (f"; with {c.n_states} states policy iteration's sparse LU may not fit in memory "
+                                    "(--method policy-iteration tries it)")
             else:
                 raise ModelError(f"method: expected auto, policy-iteration or relative-value-iteration, "
                                  f"got {method!r}")
