@@ -59,6 +59,41 @@ def _file_solution():
     return hs.mdp.solve(Path(__file__).parent / "data" / "mdp" / "polling2.drn", "average", reward="served")
 
 
+def _experiment(exp_id, **extra):
+    import tempfile
+    from pathlib import Path
+
+    from hetsched.experiments import RunOptions, get
+
+    with tempfile.TemporaryDirectory() as d:
+        return get(exp_id).run(RunOptions(quick=True, seed=1, workers=1, outdir=Path(d), progress=False,
+                                          extra=extra))
+
+
+def _experiment_exact():
+    return _experiment("thesis-4.3.1")
+
+
+def _experiment_some_unstable():  # MCT is unstable on the system of §2.1
+    return _experiment("thesis-2.1-mct", reps=2, horizon=300.0)
+
+
+def _muscle(load):
+    from hetsched.muscle import TABLE1, WorkloadParams, generate_workload, simulate
+
+    wl = generate_workload(WorkloadParams(n_jobs=120, load=load), TABLE1, seed=2)
+    return simulate(wl, TABLE1, "muscle", ga=None, seed=1)
+
+
+def _ga_result():
+    from hetsched.muscle import GAOptions, titan_improve
+
+    rng = np.random.default_rng(4)
+    pref = rng.integers(1, 4, 6)
+    return titan_improve(np.zeros(4), 0.0, np.arange(6), pref, rng.uniform(1, 5, 6), rng.uniform(5, 20, 6),
+                         options=GAOptions(max_gen=20), seed=3)
+
+
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
@@ -66,6 +101,11 @@ FACTORIES = {
     "MDPResult(average, multichain)": _mdp_average_multichain,
     "CoallocSolution": _coalloc_solution,
     "FileSolution": _file_solution,
+    "ExperimentResult(exact)": _experiment_exact,
+    "ExperimentResult(some unstable)": _experiment_some_unstable,
+    "MuscleResult(feasible)": lambda: _muscle(0.6),
+    "MuscleResult(overloaded)": lambda: _muscle(1.5),
+    "GAResult": _ga_result,
 }
 
 
@@ -125,3 +165,22 @@ def test_unstable_mean_is_never_the_untrusted_number():
     assert all(pc["mean"] is None for pc in res.per_class)
     df = res.to_frame()
     assert df["value"].isna().all() and np.isfinite(df["value_untrusted"]).all()
+
+
+def test_experiment_status_follows_its_rows():
+    ok, some = _experiment_exact(), _experiment_some_unstable()
+    assert ok.status == 0 and all(r["stable"] for r in ok.rows)
+    assert some.status == 1 and not some.success and "unstable" in some.message
+    bad = [r for r in some.rows if not r["stable"]]
+    assert bad and all(r["Qbar"] is None and r["value"] is None and r["value_untrusted"] > 0 for r in bad)
+    df = some.to_frame()
+    assert df.loc[df["stable"] == False, "value"].isna().all()  # noqa: E712 - a pandas mask
+
+
+def test_overloaded_muscle_run_has_no_trusted_mcp():
+    res = _muscle(1.5)
+    assert res.status == 1 and math.isnan(res.MCP) and res.MCP_untrusted > 0 and res.offered_load >= 1
+    d = res.as_dict()
+    assert d["MCP"] is None and d["MCP_untrusted"] == pytest.approx(res.MCP_untrusted)
+    ok = _muscle(0.6)
+    assert ok.status == 0 and ok.MCP > 0 and ok.offered_load < 1

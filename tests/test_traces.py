@@ -132,9 +132,9 @@ def test_chunks_equal_whole(small, tmp_path):
 
 
 def test_bad_paths_are_clear_errors(tmp_path):
-    with pytest.raises(ModelError, match="not found"):
+    with pytest.raises(ModelError, match="nope.swf: no such SWF file"):
         read_swf(tmp_path / "nope.swf")
-    with pytest.raises(ModelError, match="is a directory"):
+    with pytest.raises(ModelError, match="is a folder"):
         read_swf(tmp_path)
     fake = tmp_path / "fake.swf.gz"
     fake.write_bytes(b"\x1f\x8bthis is not gzip data at all")
@@ -483,7 +483,7 @@ def test_trace_info_cli(tmp_path):
     assert js["replay"]["load"] == pytest.approx(0.8, rel=1e-9) and js["replay"]["counts"] == [10, 10, 10]
     r = CliRunner().invoke(app, ["trace", "info", str(p), "--system", "2.C1"])
     assert r.exit_code == 0 and "lambda*" in r.output and "class counts [10, 10, 10]" in r.output
-    for bad, match in ((tmp_path, "is a directory"), (tmp_path / "none.swf", "not found")):
+    for bad, match in ((tmp_path, "is a folder"), (tmp_path / "none.swf", "no such SWF file")):
         r = CliRunner().invoke(app, ["trace", "info", str(bad)])
         assert r.exit_code == 2 and match in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(app, ["trace", "info", str(p), "--system", "2.C1", "--classes", "queue"])

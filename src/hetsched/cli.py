@@ -1,4 +1,4 @@
-"""The ``hetsched`` command (contract: ``../shared/DESIGN.md``).
+"""The ``hetsched`` command (the command-line contract is listed in ``docs/architecture.md``).
 
 The core commands (``scenarios``, ``lp``, ``reproduce``) live here; each engine
 package adds its own commands through a ``register(app)`` function in its
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperCommand
 
 from ._cliutil import MAX_WORKERS, bounded_int, choice, emit_json, guard, run, seed_int
 
@@ -91,7 +92,17 @@ def lp_cmd(
         print_lp(system, res)
 
 
-@app.command("reproduce")
+class _ReproduceCommand(TyperCommand):
+    """``reproduce --help`` ends with the experiment ids (the registry is read only when help is shown)."""
+
+    def format_help(self, ctx, formatter) -> None:  # noqa: ANN001 - click's signature
+        from . import experiments
+
+        self.epilog = "Experiment ids: " + ", ".join(experiments.registry()) + "."
+        super().format_help(ctx, formatter)
+
+
+@app.command("reproduce", cls=_ReproduceCommand)
 @guard
 def reproduce_cmd(
     exp_id: Optional[str] = typer.Argument(None, help="Experiment id (see --list)."),
@@ -144,11 +155,12 @@ def reproduce_cmd(
     except KeyboardInterrupt:
         tracker.close()
         result = experiments.ExperimentResult(
-            id=exp.id, rows=tracker.rows, status="interrupted",
+            id=exp.id, rows=tracker.rows, status=experiments.core.INTERRUPTED,
             table=f"{exp.title}: interrupted after {len(tracker.rows)} finished rows",
-            notes=["interrupted (Ctrl-C): only the rows finished before the interrupt are here"])
+            notes=["interrupted (Ctrl-C): only the rows finished before the interrupt are here"],
+            seconds=prov.elapsed())
         result.provenance = prov.finish("interrupted").as_dict()
-        written = experiments.write_results(result, out)
+        result.write(out)
         typer.echo(f"interrupted: {len(tracker.rows)} finished rows written to {out}", err=True)
         raise typer.Exit(130)
     finally:
@@ -156,10 +168,11 @@ def reproduce_cmd(
     for key in ("reps", "horizon"):
         if getattr(prov, key) is None and isinstance(result.meta.get(key), (int, float)):
             setattr(prov, key, result.meta[key])
-    result.provenance = prov.finish(result.status).as_dict()
-    written = experiments.write_results(result, out)
+    result.provenance = prov.finish("interrupted" if result.status == experiments.core.INTERRUPTED
+                                    else "complete").as_dict()
+    written = result.write(out)
     if json_out:
-        emit_json(result.to_json())
+        emit_json(result.as_dict())
     else:
         typer.echo(result.table)
         for n in result.notes:

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .errors import ModelError
+from .validation import show as _show  # the one short repr of a bad value in messages
 
 __all__ = ["MachineGroup", "Failures", "CpuChain", "System", "EXEC_DISTS"]
 
@@ -66,19 +67,6 @@ class _Where:
 
 
 W = _Where
-
-
-def _show(x: Any) -> str:
-    """Short ``repr`` for messages (long values cut, huge integers by digit count)."""
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 10**30:
-        return f"an integer of {len(str(abs(x)))} digits"
-    import reprlib
-
-    r = reprlib.Repr()
-    r.maxstring, r.maxother, r.maxlist, r.maxlevel = 60, 60, 8, 3
-    return r.repr(x)
 
 
 def _num(where: Any, x: Any) -> float:

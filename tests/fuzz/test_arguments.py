@@ -157,12 +157,12 @@ def test_check_file(tmp_path):
     f.write_text("1 2 3\n")
     assert check_file(str(f), "--swf") == str(f)
     os.mkfifo(tmp_path / "fifo")
-    for path, msg in ((tmp_path, "is a directory"), (tmp_path / "fifo", "not a regular file"),
+    for path, msg in ((tmp_path, "is a folder"), (tmp_path / "fifo", "not a regular file"),
                       ("/dev/zero", "not a regular file"), (tmp_path / "missing", "no such file"),
                       ("x\x00y", "not a file path")):
         with pytest.raises(HetschedError, match=f"--swf: .*{msg}|--swf: {msg}"):
             check_file(path, "--swf")
-    with pytest.raises(HetschedError, match="is 6 bytes, over the limit of 5"):
+    with pytest.raises(HetschedError, match="--swf: .*ok.swf: file too large \\(6 bytes, over the limit of 5\\)"):
         check_file(str(f), "--swf", max_bytes=5)
     assert check_file(str(tmp_path / "new.db"), "--journal", must_exist=False).endswith("new.db")
     with pytest.raises(HetschedError, match="--journal: folder does not exist"):

@@ -29,7 +29,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import HetschedError
-from . import REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register
+from .catalog import register
+from .cluster import batch
+from .core import Experiment, ExperimentResult, RunOptions
+from .params import REPS, Param
+from .rows import metric, sim_metric
 
 # repository-relative: <repo>/../shared/traces (this file is <repo>/src/hetsched/experiments/traces.py)
 TRACES_DIR = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
@@ -63,7 +67,7 @@ def _plot(rows: list[dict], path: Path, logs: list[str], loads: list[float], pol
             for rho in loads:
                 r = next(r for r in rows if r["log"] == log and r["policy"] == LABEL[pol] and r["load"] == rho
                          and not r.get("paired"))
-                if r["unstable"]:
+                if not r["stable"]:
                     continue
                 xs.append(rho + (k - len(policies) / 2) * 0.006)
                 ys.append(r["W"])
@@ -116,12 +120,10 @@ def run(opts: RunOptions) -> ExperimentResult:
         for rho in loads:
             for pol in policies:
                 res = cells[log, rho, pol].result
+                row = sim_metric({"log": log, "load": rho, "policy": LABEL[pol], "jobs": res.jobs,
+                                  "windows": res.reps}, "W", res)
                 rows.append({
-                    "log": log, "load": rho, "policy": LABEL[pol], "jobs": res.jobs, "windows": res.reps,
-                    "W": None if res.unstable else res.mean,
-                    "ci_low": None if res.unstable else res.ci[0], "ci_high": None if res.unstable else res.ci[1],
-                    "rel_half_width": None if res.unstable else res.rel_half_width,
-                    "unstable": res.unstable, "W_untrusted": res.mean_untrusted if res.unstable else None,
+                    **row,
                     "policy_load": res.policy_load, "Ns": res.contacted,
                     "per_class_W": [pc.get("W") for pc in res.per_class],
                     "events": res.events, "wall_seconds": res.wall_seconds,
@@ -139,7 +141,7 @@ def run(opts: RunOptions) -> ExperimentResult:
             cells = []
             for pol in policies:
                 r = next(r for r in rows if r["log"] == log and r["load"] == rho and r["policy"] == LABEL[pol])
-                cells.append(f"{'unstable (' + format(r['W_untrusted'], '.3g') + '?)':>22s}" if r["unstable"] else
+                cells.append(f"{'unstable (' + format(r['value_untrusted'], '.3g') + '?)':>22s}" if not r["stable"] else
                              f"{r['W']:9.4g} [{r['ci_low']:.3g},{r['ci_high']:.3g}]".rjust(22))
             lines.append(f"{log:6s} {rho:5.2f} " + " ".join(cells))
     # paired comparison (all policies see the same windows): LPAS against each other policy
@@ -160,8 +162,8 @@ def run(opts: RunOptions) -> ExperimentResult:
                         continue
                     other = sel[LABEL[pol]]
                     d = t_interval([a - b for a, b in zip(base["W_windows"], other["W_windows"])])
-                    rows.append({"log": log, "load": rho, "policy": f"LPAS - {LABEL[pol]}", "paired": True,
-                                 "W": d.mean, "ci_low": d.low, "ci_high": d.high, "windows": reps})
+                    rows.append(metric({"log": log, "load": rho, "policy": f"LPAS - {LABEL[pol]}", "paired": True,
+                                        "windows": reps}, "W", d.mean, ci=(d.low, d.high)))
                     cells.append(f"{d.mean:+9.3g} [{d.low:+.3g},{d.high:+.3g}]".rjust(22))
                 lines.append(f"{log:6s} {rho:5.2f} " + " ".join(cells))
     notes = [f"CI: batch means over {reps} consecutive windows (equal job counts) of one replay of each log; "

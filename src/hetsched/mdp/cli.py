@@ -310,9 +310,9 @@ def _emit_compact(d: dict) -> None:
     try:
         text = json.dumps(d, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
-        from ..results import jsonable as _jsonable
+        from ..results import jsonable
 
-        text = json.dumps(_jsonable(d), separators=(",", ":"))
+        text = json.dumps(jsonable(d), separators=(",", ":"))
     typer.echo(text)
 
 

@@ -24,8 +24,8 @@ MAX_RATE = 1e6
 def _parse_list(text: str, name: str, kind: str) -> tuple:
     """``--sizes`` (integers in [1, MAX_CLUSTER_SIZE]) or ``--rates`` (finite, > 0): every item checked, named
     ``--sizes[j]``; empty items are refused (a stray comma is more likely a typo than a wish)."""
-    from .._cliutil import check_float, check_int
     from ..errors import ModelError
+    from ..validation import check_float, check_int
 
     items = str(text).split(",")
     if len(items) > MAX_CLUSTERS:
@@ -57,19 +57,6 @@ def _system(sizes: str, rates: str):
 
 MAX_GENERATED_JOBS = 5_000_000  # ~1 GB of schedule state; more is refused before allocating; also caps --level
 MAX_LOAD = 100.0  # offered utilisation of a generated workload: 100 x the capacity is overload enough
-
-
-def _progress_bar():
-    """A rich progress bar on stderr when it is a terminal, else ``None``."""
-    import sys
-
-    if not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    return Progress(TextColumn("scheduling"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
 
 
 @muscle_app.command("run")
@@ -109,7 +96,7 @@ def run_cmd(
     import numpy as np
 
     from ..errors import ModelError
-    from . import GAOptions, MultiCluster, WorkloadParams, generate_workload, schedule_violations, simulate
+    from . import GAOptions, MultiCluster, WorkloadParams, generate_workload, simulate
     from .swf import workload_from_swf
 
     if seed < 0:
@@ -150,17 +137,13 @@ def run_cmd(
             raise ModelError(f"--max-s: {max_s} exceeds the largest cluster of --sizes ({system.m_max} computers)")
         wl = generate_workload(WorkloadParams(n_jobs=jobs or 4000, max_s=max_s, load=load), system, seed=wseed)
         offered = load
-    bar = _progress_bar() if len(wl) >= 2000 else None
-    if bar is not None:
-        with bar:
-            task = bar.add_task("schedule", total=len(wl))
-            res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi,
-                           ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed,
-                           progress=lambda done, total: bar.update(task, completed=done))
-    else:
+    from ..progress import Progress
+
+    with Progress("scheduling", len(wl), unit="jobs", enabled=len(wl) >= 2000) as bar:
         res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi,
-                       ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed)
-    violations = schedule_violations(res, wl, system, phi)
+                       ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed,
+                       progress=bar.callback())
+    violations = res.violations
     written = None
     if records is not None:
         from ..traces import write_records
@@ -176,17 +159,19 @@ def run_cmd(
                 "offered_load": offered, "clipped": int(wl.meta.get("clipped", 0)),
                 "skipped": int(wl.meta.get("skipped", 0)), "malformed": int(wl.meta.get("malformed", 0)),
                 "records": str(written) if written else None,
-                "status": 0 if not violations else 1, "success": not violations,
-                "message": "schedule checked: feasible" if not violations else
-                           f"schedule check FAILED: {violations[0]}", "violations": violations})
+                "status": res.status, "success": res.success, "message": res.message, "seconds": res.seconds,
+                "violations": violations})
     if json_out:
         emit_json(out)
     else:
         typer.echo(f"policy {res.policy}: {len(wl)} jobs from {wl.source}, {res.rounds} rounds "
                    f"(mean {out['mean_batch']:.1f} jobs per round, time-average queue {out['mean_queue']:.1f}), "
                    f"GA runs {res.ga_runs} ({res.ga_not_converged} stopped at max_gen)")
-        typer.echo(f"MCP {res.MCP:.1f}   LBF {res.LBF:.1f}   late jobs {out['late_jobs']}   "
-                   f"{out['jobs_per_second']:.0f} jobs/s")
+        if res.status == 1:  # overloaded: the numbers are shown, marked, never as estimates
+            head = f"MCP {res.MCP_untrusted:.1f}?   LBF {res.LBF_untrusted:.1f}?   (overloaded: untrusted)"
+        else:
+            head = f"MCP {res.MCP:.1f}   LBF {res.LBF:.1f}"
+        typer.echo(f"{head}   late jobs {out['late_jobs']}   {out['jobs_per_second']:.0f} jobs/s")
         typer.echo(f"{'cluster':>7s} {'m':>4s} {'rate':>5s} {'jobs':>6s} {'makespan':>10s} {'idle':>12s} "
                    f"{'over-deadline':>14s} {'CP':>12s}")
         m = res.metrics

@@ -7,9 +7,10 @@ over its jobs of ``max(0, finish - deadline)``):
 
 ``CP = (W^m Gamma + W^i omega + W^o theta) / (W^i + W^m + W^o)``.
 
-Eq. 1 as printed pairs ``W^i`` with the makespan and ``W^m`` with the idle time; we
-pair each weight with the metric its letter names (m: makespan, i: idle,
-o: over-deadline), see ``docs/_parts/assumptions-muscle.md``. Lower is better.
+Eq. 1 as printed pairs ``W^i`` with the makespan and ``W^m`` with the idle time; by
+default we pair each weight with the metric its letter names (m: makespan, i: idle,
+o: over-deadline, ``pairing="letters"``); ``pairing="literal"`` takes Eq. 1 as printed
+(see ``docs/_parts/assumptions-muscle.md``). Lower is better.
 
 ``MCP`` is the mean of the clusters' CP and ``LBF`` their standard deviation
 (population form, ``ddof=0``).
@@ -23,19 +24,28 @@ import numpy as np
 
 from ..errors import ModelError
 
-__all__ = ["CPWeights", "comprehensive_performance", "cluster_metrics", "mcp_lbf"]
+__all__ = ["CPWeights", "PAIRINGS", "comprehensive_performance", "cluster_metrics", "mcp_lbf"]
+
+
+#: how the weights of Eq. 1 meet the metrics: ``letters`` (``w_m`` x makespan, ``w_i`` x idle time)
+#: or ``literal`` (Eq. 1 as printed: ``W^i`` x makespan, ``W^m`` x idle time)
+PAIRINGS = ("letters", "literal")
 
 
 @dataclass(frozen=True)
 class CPWeights:
     """Weights of Eq. 1: over-deadline ``w_o``, makespan ``w_m``, idle time ``w_i``
-    (defaults: the Fig. 2 caption, ``(W^o, W^m, W^i) = (4, 3, 1)``)."""
+    (defaults: the Fig. 2 caption, ``(W^o, W^m, W^i) = (4, 3, 1)``), and how they pair
+    with the metrics (:data:`PAIRINGS`; default ``letters``)."""
 
     w_o: float = 4.0
     w_m: float = 3.0
     w_i: float = 1.0
+    pairing: str = "letters"
 
     def __post_init__(self) -> None:
+        if self.pairing not in PAIRINGS:
+            raise ModelError(f"pairing: expected one of {', '.join(PAIRINGS)}, got {self.pairing!r}")
         for name in ("w_o", "w_m", "w_i"):
             v = getattr(self, name)
             if not (v >= 0 and np.isfinite(v)):
@@ -44,16 +54,17 @@ class CPWeights:
             raise ModelError("weights: at least one of w_o, w_m, w_i must be positive")
 
     def as_array(self) -> np.ndarray:
-        """``[w_m, w_i, w_o]``: the order the compiled kernels use."""
+        """The weights of ``[makespan, idle time, over-deadline]``, the order the compiled kernels use:
+        ``[w_m, w_i, w_o]`` (letters) or ``[w_i, w_m, w_o]`` (literal)."""
+        if self.pairing == "literal":
+            return np.array([self.w_i, self.w_m, self.w_o], dtype=np.float64)
         return np.array([self.w_m, self.w_i, self.w_o], dtype=np.float64)
 
 
 def comprehensive_performance(makespan, idle, over_deadline, weights: CPWeights = CPWeights()):
     """Eq. 1 (see module doc for the weight pairing)."""
-    w = weights
-    return (w.w_m * np.asarray(makespan) + w.w_i * np.asarray(idle) + w.w_o * np.asarray(over_deadline)) / (
-        w.w_m + w.w_i + w.w_o
-    )
+    wk, wi, wo = weights.as_array()
+    return (wk * np.asarray(makespan) + wi * np.asarray(idle) + wo * np.asarray(over_deadline)) / (wk + wi + wo)
 
 
 def cluster_metrics(cluster, start, finish, size, deadline, sizes_m, weights: CPWeights = CPWeights()) -> dict:

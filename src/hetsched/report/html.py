@@ -132,7 +132,9 @@ def _diverging_cells(rows: list[dict[str, Any]], pairs: dict[str, str]) -> set[t
 def _unstable_count(rows: list[dict[str, Any]]) -> int:
     n = 0
     for r in rows:
-        if any((("unstable" in str(k).lower()) and v is True) or (isinstance(v, str) and v.lower().startswith("unstable"))
+        if r.get("stable") is False:  # the experiments' row convention
+            n += 1
+        elif any((("unstable" in str(k).lower()) and v is True) or (isinstance(v, str) and v.lower().startswith("unstable"))
                for k, v in r.items()):
             n += 1
     return n
@@ -141,8 +143,13 @@ def _unstable_count(rows: list[dict[str, Any]]) -> int:
 def statuses(rec: ExperimentRecord) -> list[tuple[str, str]]:
     """``[(css class, label)]`` marks for one experiment."""
     out = []
-    status = rec.doc.get("status") or rec.provenance.get("status") or "complete"
-    out.append(("ok" if status == "complete" else "bad", status))
+    status = rec.doc.get("status")
+    if isinstance(status, int) and not isinstance(status, bool):  # the result protocol: 0 complete, 1 some unstable
+        label = {0: "complete", 1: "complete", 2: "interrupted", 3: "check failed"}.get(status, f"status {status}")
+        out.append(("ok" if status in (0, 1) else "bad", label))
+    else:  # results written before status was an integer
+        status = status or rec.provenance.get("status") or "complete"
+        out.append(("ok" if status == "complete" else "bad", status))
     if rec.provenance.get("quick"):
         out.append(("warn", "quick mode"))
     n_unst = _unstable_count(rec.rows)

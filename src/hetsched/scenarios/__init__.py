@@ -47,7 +47,6 @@ value. Files are read only if they are regular files of at most
 from __future__ import annotations
 
 import os
-import stat
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -57,7 +56,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError, ScenarioError
-from ..system import MAX_CELLS, MAX_GROUPS, MAX_MACHINES, MAX_RATE, MAX_STREAM_CELLS, MIN_RATE, CpuChain, Failures, MachineGroup, System, _show
+from ..system import MAX_CELLS, MAX_GROUPS, MAX_MACHINES, MAX_RATE, MAX_STREAM_CELLS, MIN_RATE, CpuChain, Failures, MachineGroup, System
+from ..validation import check_file
+from ..validation import show as _show
 from . import schema as _schema
 
 __all__ = ["load", "list_scenarios", "scenario_ids", "ScenarioInfo", "MAX_FILE_BYTES"]
@@ -108,24 +109,12 @@ def _read(name_or_path: Any) -> tuple[dict[str, Any], str]:
         text = (_dir() / label).read_bytes()
     else:
         label = _short(s)
-        try:
-            st = os.stat(s)
-        except (FileNotFoundError, NotADirectoryError):
-            if s.endswith(".toml") or "/" in s or os.sep in s:
-                raise ScenarioError(f"{label}: no such scenario file") from None
+        if not (s.endswith(".toml") or "/" in s or os.sep in s) and not os.path.exists(s):
             raise ScenarioError(
                 f"unknown scenario id {label!r}; run `hetsched scenarios` to list them "
                 f"(known: {', '.join(scenario_ids())})"
-            ) from None
-        except (OSError, ValueError) as exc:
-            raise ScenarioError(f"{label}: cannot open: {getattr(exc, 'strerror', None) or exc}") from None
-        if stat.S_ISDIR(st.st_mode):
-            raise ScenarioError(f"{label}: is a directory, not a scenario file")
-        if not stat.S_ISREG(st.st_mode):
-            raise ScenarioError(f"{label}: not a regular file (a pipe or a device?), refused")
-        if st.st_size > MAX_FILE_BYTES:
-            raise ScenarioError(f"{label}: file too large ({st.st_size:,} bytes; a scenario file has at most "
-                                f"{MAX_FILE_BYTES:,})")
+            )
+        check_file(s, label, kind="scenario file", show_path=False, max_bytes=MAX_FILE_BYTES, error=ScenarioError)
         try:
             with open(s, "rb") as fh:
                 text = fh.read(MAX_FILE_BYTES + 1)

@@ -43,8 +43,8 @@ from ..system import (
     MIN_TIME,
     SCV_MAX,
     WEIBULL_SHAPE,
-    _show,
 )
+from ..validation import show as _show
 
 __all__ = ["ScenarioFile", "validate", "json_schema", "MAX_CASES"]
 

@@ -57,7 +57,6 @@ import io
 import itertools
 import os
 import re
-import stat
 import zlib
 from pathlib import Path
 from typing import Iterator
@@ -66,6 +65,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ModelError
+from ..validation import check_file
 
 __all__ = ["SWF_FIELDS", "SWF_COLUMNS", "SWF_UNITS", "read_swf", "read_swf_header", "with_na", "MISSING"]
 
@@ -107,18 +107,7 @@ _KEY_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*):(?:\s+(.*)|\s*)$")
 def _check_path(path: Path) -> None:
     """A regular, readable file: a directory, a device (``/dev/zero``) or a FIFO
     would make a reader fail obscurely or block forever."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise ModelError(f"swf: file not found: {path}") from None
-    except OSError as exc:
-        raise ModelError(f"swf: cannot read {path}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ModelError(f"swf: {path} is a directory, expected an SWF file (.swf or .swf.gz)")
-    if not stat.S_ISREG(st.st_mode):
-        raise ModelError(f"swf: {path} is not a regular file (device, FIFO or socket), expected an SWF file")
-    if not os.access(path, os.R_OK):
-        raise ModelError(f"swf: cannot read {path}: permission denied")
+    check_file(path, "swf", kind="SWF file (.swf or .swf.gz)", error=ModelError)
 
 
 def _is_gzip(path: Path) -> bool:

@@ -254,7 +254,7 @@ def test_reproduce_traces_quick(tmp_path):
         assert d["W"] == pytest.approx(a["W"] - b["W"], rel=1e-9, abs=1e-12)
     assert (tmp_path / "traces" / "traces.png").stat().st_size > 1000
     for row in rows:
-        assert 2500 < row["jobs"] <= 3000 and row["windows"] == 5 and not row["unstable"]
+        assert 2500 < row["jobs"] <= 3000 and row["windows"] == 5 and row["stable"]
         assert row["ci_low"] < row["W"] < row["ci_high"]
     for log in ("NASA", "Gaia", "LCG"):
         for rho in (0.7, 0.8, 0.9):

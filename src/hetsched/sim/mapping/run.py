@@ -395,7 +395,7 @@ def simulate(
         per arrival) and formula (2.5), Guided-LPAS ``binds``, Little's-law
         check ``little_rel_error``.
     """
-    from ...runner import _check, replicate
+    from ...runner import check_run, replicate
 
     _load_modules()  # start-up: module imports are not part of wall_seconds
     t_start = time.perf_counter()
@@ -403,7 +403,7 @@ def simulate(
               scv=scv, lp_solution=lp_solution, max_in_system=max_in_system, trace=trace, load=load,
               classes=classes, records=records, windows=windows)
     job = pl.job
-    n_workers = _check(job.reps, job.seed, workers, backend, scheduler)
+    n_workers = check_run(job.reps, job.seed, workers, backend, scheduler)
     # start-up, not timed: compile (or load from the numba cache) here, so that forked workers inherit
     # it; start the pool and load the kernel in every worker
     t_warm = time.perf_counter()
