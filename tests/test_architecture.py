@@ -42,8 +42,6 @@ PRIVATE_ALLOWED = {
 LONG_ALLOWED = {
     "lp.py": "lp: the lp/ package",
     "sim/core/lptab.py": "lp: moves into lp/",
-    "mdp/ctmdp.py": "mdp: split by idea",
-    "mdp/coalloc.py": "mdp: split by idea",
     "dispatch/dispatcher.py": "dispatch: split by idea",
     "sim/desktop/kernel.py": "grids: kernel contract",
     "srn/export.py": "srn",
@@ -51,8 +49,7 @@ LONG_ALLOWED = {
 #: file citing a document outside the repository: owner
 CITES_ALLOWED = {
     "lp.py": "lp", "api.py": "sim", "sim/__init__.py": "sim", "sim/cli.py": "sim",
-    "sim/mapping/policies.py": "sim", "sim/core/result.py": "sim", "mdp/__init__.py": "mdp",
-    "mdp/coalloc.py": "mdp",
+    "sim/mapping/policies.py": "sim", "sim/core/result.py": "sim",
 }
 #: module-level or package-level import cycles still present: owner
 CYCLES_ALLOWED: dict[frozenset, str] = {}

@@ -21,7 +21,7 @@ import pytest
 import scipy.sparse as sp
 
 import hetsched as hs
-from hetsched.errors import ModelError
+from hetsched.errors import HetschedError, ModelError
 
 D = Path(__file__).parent / "data" / "mdp"
 stormpy = pytest.importorskip("stormpy")
@@ -231,8 +231,10 @@ def test_bad_files_one_clear_error(tmp_path):
                    "state 0 [1] init\n\taction 0 [0]\n\t\t3 : 1\n")
     with pytest.raises(ModelError, match="transition to state 3"):
         hs.mdp.read(drn)
-    with pytest.raises(ModelError, match="does not exist"):
+    with pytest.raises(HetschedError, match="model file .*missing.drn.*no such file"):
         hs.mdp.read(tmp_path / "missing.drn")
+    with pytest.raises(HetschedError, match="not a regular file|folder"):
+        hs.mdp.read(tmp_path)
     m = hs.mdp.read(D / "consensus2.drn")
     with pytest.raises(ModelError, match="choose one with --reward"):
         hs.mdp.solve(m, "average")

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from . import REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register
+from .rows import metric, sim_metric
 
 POLICY_NAMES = {"local": "Local", "heuristic": "Heuristic", "table": "Optimal"}
 PAPER_LABELS = {"Local": "Local", "Heuristic": "pc1q1>c2q2-Best pack", "Optimal": "Optimal"}
@@ -137,7 +138,7 @@ def _plan_point(prm: dict[str, float], st: dict[str, Any], opts: RunOptions, see
 
 
 def _point_row(fig: dict[str, Any], xval: float, name: str, r, st: dict[str, Any], sol) -> dict[str, Any]:
-    return {
+    row = {
         fig["x"]: xval, "policy": name,
         "cost": None if r.unstable else r.mean, "ci_low": None if r.unstable else r.ci[0],
         "ci_high": None if r.unstable else r.ci[1],
@@ -149,6 +150,7 @@ def _point_row(fig: dict[str, Any], xval: float, name: str, r, st: dict[str, Any
         "L1": r.L1, "L2": r.L2, "lost_fraction": r.lost_fraction,
         "mdp_certified": bool(sol.result.success), "heuristic_rule": st["heuristic"],
     }
+    return sim_metric(row, "cost", r)  # the uniform columns (experiments.rows); "cost" keeps the paper's name
 
 
 def _run_fig(exp_id: str, opts: RunOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
@@ -271,9 +273,9 @@ def _run_fig6(opts: RunOptions) -> ExperimentResult:
         opt = next(r for r in rows5 if r["rho"] == rho and r["policy"] == "Optimal")
         unstable = bool(loc["unstable"] or opt["unstable"])
         red = None if unstable else 100.0 * (loc["cost"] - opt["cost"]) / loc["cost"]
-        rows.append({"rho": rho, "reduction": red, "local": loc["cost"], "optimal": opt["cost"],
-                     "local_stable": not loc["unstable"], "optimal_stable": not opt["unstable"],
-                     "unstable": unstable})
+        rows.append(metric({"rho": rho, "reduction": red, "local": loc["cost"], "optimal": opt["cost"],
+                            "local_stable": not loc["unstable"], "optimal_stable": not opt["unstable"],
+                            "unstable": unstable}, "reduction", red, stable=not unstable))
     lines = ["Fig. 6: % reduction of the average cost by the optimal policy relative to Local "
              "(mu3=0.7, p=0.6, c1=2, c2=1)", f"{'rho':>6s} {'reduction %':>12s} {'Local':>12s} {'Optimal':>12s}"]
     for r in rows:
@@ -381,14 +383,12 @@ def _make_table_runner(exp_id: str):
         for i in range(delta):
             for j in range(delta + 1):
                 a = int(tab[i, j])
-                rows.append({
-                    "figure": spec["fig"], "x1": spec["x1"], "q1": i + 1, "q2": j, "action": a,
-                    "coallocate": bool(a), "margin": float(mar[i, j]), "certified": bool(cert[i, j]),
-                    "near_tie": bool(abs(mar[i, j]) < NEAR_TIE),
-                    # the uniform columns: an exact, certified table (no confidence interval)
-                    "metric": "action", "value": a, "ci_low": None, "ci_high": None, "rel_half_width": None,
-                    "stable": st["stable"] is not False, "value_untrusted": None,
-                })
+                row = {"figure": spec["fig"], "x1": spec["x1"], "q1": i + 1, "q2": j,
+                       "coallocate": bool(a), "margin": float(mar[i, j]), "certified": bool(cert[i, j]),
+                       "near_tie": bool(abs(mar[i, j]) < NEAR_TIE)}
+                # the uniform columns (experiments.rows): an exact table, no confidence interval; "stable" is
+                # not refuted (the truncated model's optimum), see the notes for the unbounded system
+                rows.append(metric(row, "action", a, stable=st["stable"] is not False))
         title = _table_title(spec, delta, beta)
         png = _plot_table(sol, key, title, Path(opts.outdir) / f"{exp_id}.png")
         n1 = int(np.asarray(tab).sum())

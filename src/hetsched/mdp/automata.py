@@ -125,7 +125,7 @@ def solve_automaton(m: MarkovModel, r: Reward, criterion: str, beta: float | Non
     Works on costs ``sign x reward``; returns ``{"values", "policy" (choice within each state), "iterations",
     "status", "message", "n_markovian"}`` with values in cost terms.
     """
-    from .average import _evaluate_average, _evaluate_multichain, recurrent_classes
+    from .average import _evaluate_multichain, recurrent_classes
 
     t0 = time.perf_counter()
     zeno = zeno_states(m)
@@ -161,12 +161,7 @@ def solve_automaton(m: MarkovModel, r: Reward, criterion: str, beta: float | Non
             new = np.where(~mk & (qv[sigma] > best + tol), kbest, sigma)
         else:
             c = CTMDP.from_pairs(np.arange(n), np.zeros(n, dtype=np.int64), e["R"], e["cost"], n)
-            cls = recurrent_classes(c.R)
-            if cls.max(initial=-1) == 0:
-                g0, hm = _evaluate_average(c, np.arange(n), 0)
-                gm = np.full(n, g0)
-            else:
-                gm, hm = _evaluate_multichain(c, np.arange(n), cls)
+            gm, hm = _evaluate_multichain(c, np.arange(n), recurrent_classes(c.R))
             values = _extend(e, gm, S, False)
             h = _extend(e, hm, S, True)
             G = m.matrix @ values

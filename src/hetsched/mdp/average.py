@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from ..errors import ModelError, SolverError
 from .model import CTMDP
-from .operators import _check_beta, _segment_min, splu
+from .operators import _check_beta, _segment_min, linsolve
 from .result import MDPResult
 
 __all__ = [
@@ -51,8 +51,10 @@ __all__ = [
 def stationary_distribution(Q: sp.spmatrix) -> np.ndarray:
     """Stationary distribution of an irreducible CTMC generator ``Q`` (``pi Q = 0``, ``sum pi = 1``).
 
-    Direct sparse LU of ``Q^T`` with its last equation replaced by the
-    normalization; the answer is re-checked (residual) and clipped at 0.
+    Fixes ``pi`` of the last state to 1 and solves the other ``n - 1`` balance
+    equations (no dense row: sparse LU or preconditioned GMRES,
+    :func:`~hetsched.mdp.operators.linsolve`), then normalizes; the answer is
+    re-checked (residual) and clipped at 0.
     """
     Q = sp.csr_matrix(Q, dtype=float)
     n = Q.shape[0]
@@ -60,14 +62,15 @@ def stationary_distribution(Q: sp.spmatrix) -> np.ndarray:
         raise ModelError(f"Q: expected a square generator, got shape {Q.shape}")
     if n == 1:
         return np.ones(1)
-    A = Q.T.tolil()
-    A[n - 1, :] = np.ones(n)
-    b = np.zeros(n)
-    b[-1] = 1.0
+    QT = Q.T.tocsc()
+    A = QT[: n - 1][:, : n - 1]
+    rhs = -np.asarray(QT[: n - 1, n - 1].todense()).ravel()
     try:
-        pi = splu(A.tocsc()).solve(b)
-    except (RuntimeError, MemoryError, ValueError) as exc:
-        raise SolverError(f"stationary distribution: singular system ({exc}); is the chain irreducible?") from exc
+        x = linsolve(A, rhs, "stationary distribution")
+    except SolverError as exc:
+        raise SolverError(f"{exc}; is the chain irreducible?") from None
+    pi = np.append(x, 1.0)
+    pi = pi / pi.sum()
     resid = float(np.abs(Q.T @ pi).max())
     scale = float(np.abs(Q.diagonal()).max()) or 1.0
     if not np.all(np.isfinite(pi)) or resid > 1e-8 * scale or pi.min() < -1e-9:
@@ -107,14 +110,15 @@ def recurrent_classes(R: sp.spmatrix) -> np.ndarray:
 
 
 def _evaluate_multichain(model: CTMDP, k: np.ndarray, cls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Gain ``g`` and bias ``h`` of the pairs ``k`` (``pi_C h = 0`` on each recurrent class ``C``).
+    """Gain ``g`` and bias ``h`` of the pairs ``k`` (``pi_C h = 0`` on each recurrent class ``C``); any number of classes.
 
-    Recurrent states: one sparse LU of ``Q_RR`` with the column of each class's
-    reference state (its smallest) replaced by ``-1`` on the class; its unknown is
-    the class's gain, and the transposed solve with the reference indicators gives
-    ``-pi`` (the stationary distribution of every class), which normalizes ``h``.
-    Transient states: ``Q_TT g_T = -Q_TR g_R`` and ``Q_TT h_T = g_T - c_T - Q_TR h_R``
-    (one LU, two solves).
+    Recurrent states: with ``pi`` fixed to 1 at each class's reference state (its
+    smallest) the other balance equations give every class's stationary law (one
+    block-diagonal system), hence ``g_C = pi_C c_C``; then ``Q_RR h = g - c`` with
+    ``h = 0`` at each class's most likely state (its row dropped: it is implied), and
+    ``h`` shifted by ``pi_C h_C``. Transient states: ``Q_TT g_T = -Q_TR g_R`` and
+    ``Q_TT h_T = g_T - c_T - Q_TR h_R``. Every system is sparse without a dense row or
+    column (:func:`~hetsched.mdp.operators.linsolve`).
     """
     S = model.n_states
     Rk = model.R[k].tocsr()
@@ -125,41 +129,46 @@ def _evaluate_multichain(model: CTMDP, k: np.ndarray, cls: np.ndarray) -> tuple[
     n_cls = int(cls.max()) + 1 if rec.size else 0
     ref = np.full(n_cls, S, dtype=np.int64)
     np.minimum.at(ref, cls[rec], rec)
-    loc = np.full(S, -1, dtype=np.int64)
-    loc[rec] = np.arange(rec.size)
     g = np.zeros(S)
     h = np.zeros(S)
-    Q_RR = (Rk[rec][:, rec] - sp.diags(out[rec])).tocoo()
-    is_ref_col = np.zeros(rec.size, bool)
-    is_ref_col[loc[ref]] = True
-    keep = ~is_ref_col[Q_RR.col]
-    rows = np.concatenate([Q_RR.row[keep], np.arange(rec.size)])
-    cols = np.concatenate([Q_RR.col[keep], loc[ref[cls[rec]]]])
-    vals = np.concatenate([Q_RR.data[keep], -np.ones(rec.size)])
-    M = sp.csc_matrix((vals, (rows, cols)), shape=(rec.size, rec.size))
-    try:
-        lu = splu(M)
-        x = lu.solve(-c[rec])
-        e = np.zeros(rec.size)
-        e[loc[ref]] = 1.0
-        pi = -lu.solve(e, trans="T")
-    except (RuntimeError, MemoryError, ValueError) as exc:
-        raise SolverError(f"average-cost evaluation failed on the recurrent classes ({exc})") from exc
-    gc = x[loc[ref]]
+    Q_RR = (Rk[rec][:, rec] - sp.diags(out[rec])).tocsc()
+    loc = np.full(S, -1, dtype=np.int64)
+    loc[rec] = np.arange(rec.size)
+    is_ref = np.zeros(rec.size, bool)
+    is_ref[loc[ref]] = True
+    keep = np.flatnonzero(~is_ref)  # recurrent states other than the references (local indices)
+    pi = np.zeros(rec.size)
+    pi[loc[ref]] = 1.0
+    if keep.size:
+        QT = Q_RR.T.tocsc()
+        # balance equations of the non-reference states, pi(ref) = 1 moved to the right-hand side
+        rhs = -np.asarray(QT[keep][:, loc[ref]].sum(axis=1)).ravel()
+        pi[keep] = linsolve(QT[keep][:, keep], rhs, "average-cost evaluation (stationary laws)")
+    pi = np.clip(pi, 0.0, None)
+    mass = np.bincount(cls[rec], weights=pi, minlength=n_cls)
+    pi = pi / mass[cls[rec]]
+    gc = np.bincount(cls[rec], weights=pi * c[rec], minlength=n_cls)
     g[rec] = gc[cls[rec]]
-    hr = x.copy()
-    hr[loc[ref]] = 0.0
-    shift = np.bincount(cls[rec], weights=pi * hr, minlength=n_cls)  # pi_C h_C with h(ref_C) = 0
+    # the bias: h = 0 at each class's most likely state, whose (dropped) equation is then implied without
+    # amplifying rounding by 1 / pi(ref)
+    order = np.lexsort((-pi, cls[rec]))  # by class, most likely first
+    first = np.ones(order.size, bool)
+    first[1:] = cls[rec][order][1:] != cls[rec][order][:-1]
+    href = np.zeros(rec.size, bool)
+    href[order[first]] = True
+    keep_h = np.flatnonzero(~href)
+    hr = np.zeros(rec.size)
+    if keep_h.size:
+        hr[keep_h] = linsolve(Q_RR[keep_h][:, keep_h], (g[rec] - c[rec])[keep_h], "average-cost evaluation (bias)",
+                              ilu_of_transpose=True)
+    shift = np.bincount(cls[rec], weights=pi * hr, minlength=n_cls)
     h[rec] = hr - shift[cls[rec]]
     if tra.size:
         Q_TT = (Rk[tra][:, tra] - sp.diags(out[tra])).tocsc()
         Q_TR = Rk[tra][:, rec]
-        try:
-            lut = splu(Q_TT)
-        except (RuntimeError, MemoryError, ValueError) as exc:
-            raise SolverError(f"average-cost evaluation failed on the transient states ({exc})") from exc
-        g[tra] = lut.solve(-(Q_TR @ g[rec]))
-        h[tra] = lut.solve(g[tra] - c[tra] - Q_TR @ h[rec])
+        g[tra] = linsolve(Q_TT, -(Q_TR @ g[rec]), "average-cost evaluation (transient gains)", ilu_of_transpose=True)
+        h[tra] = linsolve(Q_TT, g[tra] - c[tra] - Q_TR @ h[rec], "average-cost evaluation (transient bias)",
+                          ilu_of_transpose=True)
     return g, h
 
 
@@ -247,22 +256,6 @@ def relative_value_iteration(
     )
 
 
-def _evaluate_average(model: CTMDP, k: np.ndarray, ref: int) -> tuple[float, np.ndarray]:
-    """Solve ``Q_pi h = g 1 - c_pi`` with ``h(ref) = 0`` (unknown ``g`` takes column ``ref``); unichain."""
-    S = model.n_states
-    G = (model.R[k] - sp.diags(model.out[k])).tocsc()
-    G = G.tolil()
-    G[:, ref] = -np.ones((S, 1))
-    try:
-        x = splu(G.tocsc()).solve(-model.cost[k])
-    except (RuntimeError, MemoryError, ValueError) as exc:
-        raise SolverError(f"average-cost evaluation failed ({exc}); is the policy unichain?") from exc
-    g = float(x[ref])
-    h = x.copy()
-    h[ref] = 0.0
-    return g, h
-
-
 def _tolerances(model: CTMDP, g: np.ndarray, h: np.ndarray, rtol: float) -> tuple[float, float]:
     """Tolerances of the gain test ``Q_a g`` and of the bias test ``c + Q_a h - g`` (above rounding)."""
     rate = max(model.max_rate, 1e-300)
@@ -281,9 +274,9 @@ def average_policy_iteration(
 ) -> MDPResult:
     """Average-cost policy iteration for unichain *and multichain* models (Puterman 1994, §8.6 and §9.2).
 
-    Evaluation is exact (module docstring): on a policy with one recurrent class
-    ``Q_pi h = g 1 - c_pi`` with ``h(ref) = 0``; on a multichain policy the gain of
-    each recurrent class and of each transient state. Improvement: first the
+    Evaluation is exact (module docstring): the gain of each recurrent class and
+    of each transient state, and the bias ``h`` (``pi_C h = 0`` on each class ``C``;
+    ``ref`` is kept for compatibility and no longer used). Improvement: first the
     gain (an action with ``(Q_a g)(s) < 0`` beyond the tolerance), and only where
     no gain improves, the bias (``c + Q_a h`` among the gain-optimal actions);
     the current action is kept unless another is better by more than ``rtol``
@@ -308,11 +301,9 @@ def average_policy_iteration(
     while True:
         cls = recurrent_classes(model.R[k])
         one_class = cls.max(initial=-1) == 0
-        if one_class:  # the unichain evaluation, h(ref) = 0
-            g0, h = _evaluate_average(model, k, ref)
-            g = np.full(model.n_states, g0)
-        else:
-            g, h = _evaluate_multichain(model, k, cls)
+        g, h = _evaluate_multichain(model, k, cls)
+        if one_class:
+            g = np.full(model.n_states, float(g[cls == 0][0]))  # one number (transient states' solves round)
         it += 1
         tol_g, tol_b = _tolerances(model, g, h, rtol)
         # gain step: (Q_a g)(s) = sum_j q(s,a,j) g_j - q(s,a) g_s; zero for the current pairs

@@ -37,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ModelError, SolverError
+from ..errors import ModelError
 from .kernels import _anderson_kernel, _gs_eval_sweeps, _gs_pass, _gs_sweeps, _residual_range, _warm_kernels
 from .model import CTMDP
 from .operators import (
@@ -49,8 +49,8 @@ from .operators import (
     _scaled_rows,
     _segment_min,
     _uniform_rate,
+    linsolve,
     q_values,
-    splu,
 )
 from .result import MDPResult
 
@@ -253,12 +253,9 @@ def value_iteration(
 
 
 def _evaluate_discounted(model: CTMDP, k: np.ndarray, beta: float) -> np.ndarray:
-    """Exact discounted value of the pairs ``k``: solve ``(beta I - Q_pi) v = c_pi``."""
+    """Exact discounted value of the pairs ``k``: solve ``(beta I - Q_pi) v = c_pi`` (:func:`linsolve`)."""
     A = (sp.diags(beta + model.out[k]) - model.R[k]).tocsc()
-    try:
-        return splu(A).solve(model.cost[k])
-    except (RuntimeError, MemoryError, ValueError) as exc:  # singular (impossible for beta > 0) or too big
-        raise SolverError(f"policy evaluation failed: {exc}") from exc
+    return linsolve(A, model.cost[k], "policy evaluation")
 
 
 def _improve(model: CTMDP, v: np.ndarray, k_old: np.ndarray, beta: float, nu: float, rtol: float) -> np.ndarray:

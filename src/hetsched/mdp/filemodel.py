@@ -101,17 +101,15 @@ def _nums(tokens: Sequence[str], where: str) -> np.ndarray:
         return np.array([_num(t, where) for t in tokens], dtype=float)
 
 
+#: largest model file read (bytes): a DRN of a million states and ten million transitions is about 200 MB
+MAX_MODEL_BYTES = 2 * 1024**3
+
+
 def _open_text(path: Path, what: str) -> str:
-    if not path.exists():
-        raise ModelError(f"{what}: {path} does not exist")
-    if not path.is_file():
-        raise ModelError(f"{what}: {path} is not a regular file")
-    try:
-        return path.read_text()
-    except UnicodeDecodeError:
-        raise ModelError(f"{what}: {path} is not a text file") from None
-    except OSError as exc:
-        raise ModelError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
+    """The file's text through the project's safe reader (regular files only, size checked first)."""
+    from ..safeio import read_input
+
+    return read_input(path, what=what, max_bytes=MAX_MODEL_BYTES)
 
 
 def _finish(kind: str, state_ptr: np.ndarray, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,

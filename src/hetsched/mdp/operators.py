@@ -103,3 +103,53 @@ def splu(A: Any) -> Any:
     from scipy.sparse.linalg import splu as _splu
 
     return _splu(A)
+
+
+#: systems up to this size are solved by sparse LU; larger ones by ILU-preconditioned GMRES (LU fill-in on the
+#: generator of a 6,520-state CTMC, the flexible manufacturing system with n = 3, was 12 million entries, 35 s)
+DIRECT_MAX = 2_000
+
+
+def linsolve(A: Any, b: np.ndarray, what: str = "linear system", ilu_of_transpose: bool = False) -> np.ndarray:
+    """Solve the sparse nonsingular system ``A x = b`` (one right-hand side); re-checked.
+
+    Up to :data:`DIRECT_MAX` unknowns: SuperLU. Beyond: BiCGSTAB, then GMRES(50), both
+    preconditioned by an incomplete LU (drop tolerance 1e-4) with relative tolerance
+    1e-12 (``ilu_of_transpose``: the incomplete LU of ``A^T``, applied transposed — for
+    systems in the rows of a generator, ``Q h = r``), each accepted only when the residual ``|A x - b|`` is within ``1e-10 (|A| |x| +
+    |b|)`` (infinity norms); otherwise SuperLU. A singular or unsolvable system raises :class:`SolverError`.
+    """
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    from ..errors import SolverError
+
+    A = sp.csc_matrix(A)
+    n = A.shape[0]
+    b = np.asarray(b, dtype=float)
+    if n == 0:
+        return np.zeros(0)
+    if n > DIRECT_MAX:
+        try:
+            if ilu_of_transpose:  # rows of a generator: SuperLU's ILU of the transpose is the stable one
+                ilu = spla.spilu(A.T.tocsc(), drop_tol=1e-4, fill_factor=10)
+                M = spla.LinearOperator(A.shape, lambda x: ilu.solve(x, "T"))
+            else:
+                ilu = spla.spilu(A, drop_tol=1e-4, fill_factor=10)
+                M = spla.LinearOperator(A.shape, ilu.solve)
+            absA = float(abs(A).sum(axis=1).max())
+            for run in (lambda: spla.bicgstab(A, b, M=M, rtol=1e-12, atol=0.0, maxiter=2000),
+                        lambda: spla.gmres(A, b, M=M, rtol=1e-12, atol=0.0, restart=50, maxiter=20)):
+                x, _ = run()
+                scale = absA * float(np.abs(x).max(initial=0.0)) + float(np.abs(b).max(initial=0.0))
+                if np.all(np.isfinite(x)) and float(np.abs(A @ x - b).max(initial=0.0)) <= 1e-10 * max(scale, 1e-300):
+                    return x
+        except (RuntimeError, ValueError):  # ILU breakdown (a zero pivot): fall back to the direct solver
+            pass
+    try:
+        x = splu(A).solve(b)
+    except (RuntimeError, MemoryError, ValueError) as exc:
+        raise SolverError(f"{what}: the system could not be solved ({exc})") from exc
+    if not np.all(np.isfinite(x)):
+        raise SolverError(f"{what}: the solution is not finite (a singular system?)")
+    return x

@@ -1,7 +1,7 @@
 r"""Optimal co-allocation across two heterogeneous clusters as a CTMDP.
 
 Source: Filippopoulos and Karatza, *A dynamic programming model of two
-heterogeneous clusters with co-allocation of jobs* (``shared/papers/seed-000``),
+heterogeneous clusters with co-allocation of jobs* (the seed-000 paper),
 §2 (model), §3 (uniformization, Bellman equation), §4 (truncation), §5 (tables).
 
 System
