@@ -74,6 +74,33 @@ def _lp_no_capacity():
     return hs.solve_allocation([[1.0, 0.0], [0.0, 0.0]], [1.0, 1.0])  # status 2: class 2 cannot run
 
 
+def _mdp_discounted():
+    import scipy.sparse as sp
+
+    R = sp.csr_matrix(np.array([[0, 1.0], [2.0, 0], [0, 0]]))
+    m = hs.CTMDP.from_pairs([0, 1, 1], [0, 0, 1], R, [1.0, 2.0, 5.0], 2)
+    return hs.value_iteration(m, 0.1)
+
+
+def _mdp_average_multichain():
+    import scipy.sparse as sp
+
+    from hetsched.mdp.ctmdp import average_policy_iteration
+
+    R = sp.csr_matrix(np.array([[0, 0, 0], [0, 0, 0], [1.0, 0, 0], [0, 1.0, 0]]))
+    return average_policy_iteration(hs.CTMDP.from_pairs([0, 1, 2, 2], [0, 0, 0, 1], R, [1.0, 3.0, 10.0, 0.0], 3))
+
+
+def _coalloc_solution():
+    return hs.solve_coalloc(hs.CoallocParams.from_loads(rho=0.8, delta=4))
+
+
+def _file_solution():
+    from pathlib import Path
+
+    return hs.mdp.solve(Path(__file__).parent / "data" / "mdp" / "polling2.drn", "average", reward="served")
+
+
 def _experiment(exp_id, **extra):
     import tempfile
     from pathlib import Path
@@ -178,6 +205,10 @@ FACTORIES = {
     "CompareResult(unstable)": _compare_unstable,
     "AllocationResult(certified)": _lp_named,
     "AllocationResult(no capacity)": _lp_no_capacity,
+    "MDPResult(discounted)": _mdp_discounted,
+    "MDPResult(average, multichain)": _mdp_average_multichain,
+    "CoallocSolution": _coalloc_solution,
+    "FileSolution": _file_solution,
     "ExperimentResult(exact)": _experiment_exact,
     "ExperimentResult(some unstable)": _experiment_some_unstable,
     "MuscleResult(feasible)": lambda: _muscle(0.6),
