@@ -245,6 +245,16 @@ def test_cli_optimal_and_compare_gap():
     assert bad.exit_code == 2 and "about 9e+102 states" in bad.output
     size = run.invoke(app, ["optimal", "2.B", "--size"])
     assert size.exit_code == 0 and "67,092,481 states" in size.output
+    js = run.invoke(app, ["optimal", "2.1-met", "--buffer", "4", "--json"])
+    assert js.exit_code == 1  # a buffer of 4 is not negligible at load 0.75: untrusted, exit 1
+    import json
+
+    d = json.loads(js.output)
+    assert d["status"] == 2 and d["value"] is None and d["value_untrusted"] > 0 and d["buffer"] == 4
+    cmp = run.invoke(app, ["compare", "2.1-met", "--policy", "optimal", "--policy", "mct", "--reps", "2",
+                           "--horizon", "500", "--workers", "1", "--no-progress"])
+    assert cmp.exit_code == 0, cmp.output
+    assert "3.603  [3.603, 3.603]" in cmp.output and "(exact)" in cmp.output
 
 
 def test_compare_shows_optimal_exact_and_gaps(seq):
@@ -261,3 +271,18 @@ def test_compare_shows_optimal_exact_and_gaps(seq):
     assert "(exact)" in text and "gap to the exact optimal" in text and "exact: sequences at buffer B=7" in text
     mct = r.policy("mct")
     assert f"({100 * (mct.mean - opt.exact) / opt.exact:+.2f}%)" in text
+
+
+def test_compare_refuses_the_exact_value_on_a_trace():
+    """An exact value assumes Poisson arrivals: compare with a trace replay refuses it in one line."""
+    from hetsched.lp import allocation_lp
+    from hetsched.traces import TraceWorkload
+
+    s = two_speeds()
+    lp = allocation_lp(s)
+    n = 50
+    tw = TraceWorkload(arrival=np.arange(float(n)), size=np.ones(n), klass=np.zeros(n, np.int64), job_id=np.arange(n),
+                       rule="given", rule_detail="", alpha=np.array([1.0]), lp_lambda=float(lp.lam),
+                       load=1 / float(lp.lam), time_scale=1.0, target_load=None, dropped={}, lp=lp)
+    with pytest.raises(ModelError, match="policy 'optimal': an exact value assumes the model's Poisson arrivals"):
+        hs.compare(s, ["optimal", "mct"], trace=tw, reps=2, workers=1)

@@ -340,6 +340,9 @@ def compare(system, policies, *, reps: int = 30, horizon: float | None = None, s
         if e.exact is None:
             sim_entries.append(e)
             continue
+        if tw is not None:
+            raise ModelError(f"policy {e.label!r}: an exact value assumes the model's Poisson arrivals, not a trace "
+                             f"replay; compare it without trace")
         ans = e.exact.solve(sysm, metric=metrics[0], **{k: v for k, v in options.items() if v is not None})
         exact[e.label] = ans
         if ans.policy is not None:
