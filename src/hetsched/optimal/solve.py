@@ -36,7 +36,7 @@ from .model import BYTES_PER_PAIR, build_model, count_text, greedy_policy, routi
 
 __all__ = ["optimal_routing", "exact_answer", "routing_size", "stationary", "DEFAULT_MAX_STATES", "DEFAULT_TOL"]
 
-#: largest model solved by default (relative value iteration takes about a minute there on one core)
+#: largest model solved by default (about 15 s per buffer there on a shared core: benchmarks/bench_optimal.py)
 DEFAULT_MAX_STATES = 300_000
 #: the truncation is negligible when the boundary mass and the relative change are below this
 DEFAULT_TOL = 1e-3
