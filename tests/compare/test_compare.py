@@ -29,8 +29,9 @@ import hetsched as hs
 from hetsched.cli import app
 from hetsched.compare import load_policy
 from hetsched.errors import ModelError
+from helpers import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 POLICY_FILE = ROOT / "examples" / "my_policy.py"
 CLASSES = ["web", "batch", "gpu"]
 MACHINES = ["cpu-a", "cpu-b", "gpu-1", "gpu-2", "mixed"]

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hetsched.cli import app
+from helpers import DATA_DIR
 
 SMALL = ["--servers", "4", "--gang-size", "2", "--capacity", "6", "--local-capacity", "1"]
 
@@ -84,7 +85,7 @@ def test_gang_options_reach_the_model():
 def test_solve_bad_options(tmp_path, args, name):
     from pathlib import Path
 
-    f = Path(__file__).parent / "data" / "nets" / "greatspn" / "ReaderWriter.PNPRO"
+    f = DATA_DIR / "nets" / "greatspn" / "ReaderWriter.PNPRO"
     r = CliRunner().invoke(app, ["srn", "solve", str(f), *args])
     assert r.exit_code == 2, r.output
     lines = r.stderr.strip().splitlines()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +16,9 @@ from hetsched.errors import ModelError
 from hetsched.srn import pages, read, solve
 from hetsched.srn.expr import parse, parse_measure
 from hetsched.srn.net import MarkingView
+from helpers import DATA_DIR
 
-NETS = Path(__file__).parent / "data" / "nets"
+NETS = DATA_DIR / "nets"
 
 
 def mmck(lam, mu, c, K):

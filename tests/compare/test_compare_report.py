@@ -1,7 +1,7 @@
 """The report of anything (issue 22.5) and an inert report (issue 23.4).
 
 (The browser test of a report holding a comparison, a simulation and
-experiments is ``tests/test_report.py::test_report_in_a_real_browser``; its
+experiments is ``tests/report/test_report.py::test_report_in_a_real_browser``; its
 results folders are made by the helpers here.)
 
 * a hostile results folder (script in titles and values, ``</script>`` in

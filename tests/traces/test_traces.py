@@ -33,8 +33,9 @@ from hetsched.traces import (
     write_records,
 )
 from hetsched.traces.workload import fold_classes
+from helpers import SHARED_DIR
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+SHARED = SHARED_DIR
 TRACES = SHARED / "traces"
 LOGS = {"NASA-iPSC-1993-3.1-cln.swf.gz": 18239, "UniLu-Gaia-2014-2.swf.gz": 51987, "LCG.swf.gz": 188041}
 needs_logs = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces not present next to the repository")

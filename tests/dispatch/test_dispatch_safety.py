@@ -19,7 +19,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -29,8 +28,9 @@ distributed = pytest.importorskip("distributed")
 
 from hetsched.dispatch import budget  # noqa: E402
 from hetsched.dispatch.journal import Journal  # noqa: E402
+from helpers import REPO_ROOT  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,8 +32,9 @@ from hetsched.muscle import (
 from hetsched.muscle import offered_load, schedule_violations
 from hetsched.traces import read_swf
 from hetsched.muscle.workload import bounded_pareto_mean, bounded_pareto_sample, evenly_spaced_sizes
+from helpers import DATA_DIR, REPO_ROOT
 
-DATA = Path(__file__).parent / "data"
+DATA = DATA_DIR
 SWF = DATA / "muscle_nasa_ipsc_excerpt.swf"
 
 
@@ -433,7 +433,8 @@ def test_cli_overload_clipping_records_and_status(tmp_path):
     (lambda p: ["--seed", "-1"], "--seed"),
     (lambda p: ["--jobs", "0"], "--jobs"),
     (lambda p: ["--records", str(p / "no" / "r.parquet")], "does not exist"),
-    (lambda p: ["--records", str(p)], "is a directory"),
+    (lambda p: ["--records", str(p)], "must end in .parquet or .csv"),
+    (lambda p: (p / "d.parquet").mkdir() or ["--records", str(p / "d.parquet")], "is a folder"),
     (lambda p: ["--sizes", "4,4", "--rates", "1,1", "--max-s", "10"], "--max-s: 10 exceeds the largest cluster"),
 ])
 def test_cli_bad_input_one_line(tmp_path, args, match):
@@ -473,7 +474,7 @@ def test_fig3_job_size_readings(tmp_path):
 def test_swf_experiment_default_log_is_repository_relative():
     from hetsched.experiments.muscle import SWF_DEFAULT
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO_ROOT
     assert SWF_DEFAULT.resolve() == (repo / ".." / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf.gz").resolve()
     src = (repo / "src" / "hetsched" / "experiments" / "muscle.py").read_text()
     assert "/work/" not in src

@@ -26,8 +26,9 @@ from hetsched.dispatch.records import DONE, FAILED, QUEUED, RUNNING, Emulation
 from hetsched.dispatch.state import DispatchState
 from hetsched.dispatch.worker import KIND_CALL, KIND_EMULATE, execute_batch
 from hetsched.errors import ModelError, UnstableError
+from helpers import REPO_ROOT
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "hetsched"
+SRC = REPO_ROOT / "src" / "hetsched"
 
 
 def _state(rates, classes=("a", "b"), now=0.0, nthreads=None, **kw) -> DispatchState:

@@ -23,8 +23,9 @@ import pytest
 
 from hetsched.dispatch.taskfile import MAX_TASKFILE_BYTES, load_taskfile
 from hetsched.errors import HetschedError, ModelError
+from helpers import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 VALID = """\

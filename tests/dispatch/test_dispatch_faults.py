@@ -23,7 +23,6 @@ import textwrap
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,8 +35,9 @@ from hetsched.dispatch.dispatcher import Dispatcher, Emulation  # noqa: E402
 from hetsched.dispatch.emulate import Killer, local_cluster, replenish  # noqa: E402
 from hetsched.dispatch.journal import Journal, JournalWriteError  # noqa: E402
 from hetsched.dispatch.worker import KIND_EMULATE  # noqa: E402
+from helpers import REPO_ROOT  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
