@@ -35,6 +35,7 @@ _ENGINE_CLIS = (
     "hetsched.dispatch.cli",
     "hetsched.plot.cli",
     "hetsched.traces.cli",
+    "hetsched.compare.cli",
 )
 
 
@@ -85,7 +86,7 @@ def lp_cmd(
     system = load(scenario, arrivals=arrivals, case=case)
     res = allocation_lp(system, solution=solution, grouped=not ungrouped).raise_for_status()
     if json_out:
-        emit_json(res.as_dict())
+        typer.echo(res.to_json())  # large lists on one line each, by the C encoder
     else:
         from .report.tables import print_lp
 
@@ -183,14 +184,19 @@ def reproduce_cmd(
 @app.command("report")
 @guard
 def report_cmd(
-    results_dir: Path = typer.Argument(Path("results"), help="Folder holding the results of `hetsched reproduce` (one sub-folder per experiment)."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file to write (default RESULTS_DIR/report.html)."),
+    results_dir: Optional[list[Path]] = typer.Argument(None, help="Results folders (default: results): a folder of "
+                                                       "`hetsched reproduce` results, or the --outdir of "
+                                                       "`hetsched compare` / `hetsched simulate`; several allowed."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file to write (default report.html in the first folder)."),
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT even if hetsched did not write it."),
 ) -> None:
-    """Write one self-contained HTML report of every result: tables beside the papers' values, plots, provenance."""
+    """Write one self-contained HTML report of any results: experiments, comparisons, simulations."""
     from .report.html import build_report
 
-    path = build_report(results_dir, output, force=force)
+    skipped: list = []
+    path = build_report(results_dir or [Path("results")], output, force=force, skipped=skipped)
+    for s in skipped:
+        typer.echo(f"skipped {s}", err=True)
     typer.echo(f"report: {path}")
 
 
