@@ -30,8 +30,7 @@ command (import, numba's first call, build, solve, JSON), medians of 3 fresh pro
 other tools, built by Storm from stormpy's example PRISM programs with larger
 constants and written to DRN in a temporary folder (randomized consensus N = 2,
 K = 64, 8,208 states, multichain; flexible manufacturing system n = 4, a
-35,910-state CTMC (relative value iteration: beyond 20,000 states the default
-avoids sparse LU); IEEE 1394 firewire, delay 36, 212,268 states, discounted
+35,910-state CTMC (multichain policy iteration, iterative linear solves); IEEE 1394 firewire, delay 36, 212,268 states, discounted
 (compiled value iteration); quick: K = 16 and n = 3).
 ``hetsched.mdp.read`` + ``solve`` against Storm reading the same DRN and model
 checking it, both timed in this process (medians of 3); Storm runs its default
@@ -39,6 +38,10 @@ checking it, both timed in this process (medians of 3); Storm runs its default
 precision 1e-6, discounted with precision 1e-12), and its *exact* engine where it
 finishes (long-run average on the two smaller models). The values must agree to
 1e-6 relative.
+
+``python benchmarks/bench_mdp.py --qcomp [--quick]`` (also part of ``main``): the long-run
+average of QComp's multichain models named in issue 25 (erlang, ftwc, dpm Markov automata;
+consensus N = 4, resource-gathering MDPs; :data:`QCOMP_MODELS`) against Storm's sound engine.
 
 Run: ``python benchmarks/bench_mdp.py [--quick]`` (quick: no scipy.sparse reference, MPI or PI
 at Delta = 200, which take minutes).
@@ -260,6 +263,7 @@ def main(quick: bool = False) -> list[dict]:
     rows += _fresh_rows()
     rows += first_answer_rows()
     rows += files_rows(quick)
+    rows += qcomp_rows(quick)
     return rows
 
 
@@ -422,6 +426,96 @@ def files_rows(quick: bool = False, verbose: bool = False) -> list[dict]:
     return rows
 
 
+QCOMP = Path(__file__).resolve().parents[1] / "tests" / "data" / "mdp" / "qcomp"
+#: QComp models named in issue 25 (sources in tests/data/mdp/qcomp, CC-BY 4.0): (name, file, constants or
+#: substitutions, Storm property, appended PRISM rewards, in --quick?). The JANI Markov automata: the reward is
+#: the indicator of the steady-state property's states (Storm's LRA of that formula).
+QCOMP_MODELS = [
+    ("erlang K=5000 R=10 (MA)", "erlang.jani", {"K": 5000, "R": 10, "TIME_BOUND": 5}, "SmaxNotReach", "", True),
+    ("ftwc N=4 (MA)", "ftwc.jani", {"N": 4, "TIME_BOUND": 5}, "SmaxReach", "", True),
+    ("dpm N=4 C=4 (MA)", "dpm.jani", {"N": 4, "C": 4, "TIME_BOUND": 5}, "SmaxQueuesFull", "", False),
+    ("consensus N=4 K=2", "consensus.4.prism", [("const int K;", "const int K=2;")],
+     'R{"heads"}min=? [ LRA ]', 'rewards "heads"\n coin1=1 & coin2=1 & coin3=1 & coin4=1 : 1;\nendrewards\n', False),
+    ("resource-gathering B=200", "resource-gathering.pm",
+     [("const int GOLD_TO_COLLECT;", "const int GOLD_TO_COLLECT=15;"),
+      ("const int GEM_TO_COLLECT;", "const int GEM_TO_COLLECT=15;"), ("const int B;", "const int B=200;")],
+     'R{"rew_gold"}max=? [ LRA ]', "", False),
+]
+
+
+def qcomp_rows(quick: bool = False, verbose: bool = False) -> list[dict]:
+    """Long-run average on QComp's multichain MDPs and Markov automata against Storm (``--qcomp``).
+
+    hetsched: ``hs.mdp.read`` of Storm's DRN + ``hs.mdp.solve(..., "average")`` (multichain policy
+    iteration; Markov automata by elimination). Reference: Storm's sound engine on the same model in
+    this process (median of 3 at most); its exact engine is run once where noted. Agreement: max
+    relative difference over every state.
+    """
+    import hetsched as hs
+    from hetsched.mdp.filemodel import Reward
+
+    try:
+        import stormpy
+    except ImportError:
+        return []
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, fname, consts, prop_text, extra, in_quick in QCOMP_MODELS:
+            if quick and not in_quick:
+                continue
+            drn = Path(tmp) / "m.drn"
+            if fname.endswith(".jani"):
+                jm, props = stormpy.parse_jani_model(str(QCOMP / fname))
+                em = jm.expression_manager
+                vals = {}
+                for k, v in consts.items():
+                    c = jm.get_constant(k)
+                    vals[c.expression_variable] = em.integer(v) if str(c.type) == "int" else \
+                        em.rational(stormpy.Rational(v))
+                jm = jm.define_undefined_constants(vals)
+                prop = next(q for q in props if q.get_name() == prop_text).substitute(vals)
+                sm = stormpy.build_model(jm, [prop])
+                ind = np.zeros(sm.nr_states)
+                ind[list(stormpy.model_checking(sm, prop.get_raw_formula().subformula).get_truth_values_vector())] = 1
+                maxi, reward = True, "indicator"
+            else:
+                text = (QCOMP / fname).read_text()
+                for a, b in consts:
+                    text = text.replace(a, b)
+                src = Path(tmp) / "m.prism"
+                src.write_text(text + "\n" + extra)
+                sm = stormpy.build_model(stormpy.parse_prism_program(str(src)),
+                                         options=stormpy.BuilderOptions(build_full=True))
+                prop = stormpy.parse_properties(prop_text)[0]
+                maxi, reward, ind = "max" in prop_text, prop_text.split('"')[1], None
+            stormpy.io.export_to_drn(sm, str(drn))
+
+            def ours():
+                m = hs.mdp.read(drn)
+                if ind is not None:
+                    m.rewards["indicator"] = Reward(state=ind)
+                return hs.mdp.solve(m, "average", maximise=maxi, reward=reward)
+
+            t_h, res = _median(ours, 1 if sm.nr_states > 20_000 else 3)
+
+            def storm():
+                r = stormpy.model_checking(sm, prop, only_initial_states=False,
+                                           environment=stormpy.environments.sound())
+                return np.array([float(v) for v in r.get_value_vector()])
+
+            t_s, v_s = _median(storm, 1 if sm.nr_states > 20_000 else 3)
+            agree = float(np.max(np.abs(res.values - v_s) / np.maximum(1.0, np.abs(v_s))))
+            rows.append({"benchmark": f"qcomp {name}", "size": f"{sm.nr_states} states, {sm.nr_choices} choices",
+                         "metric": "read + solve s (long-run average)", "hetsched": t_h, "reference": t_s,
+                         "ratio": t_s / t_h, "command": CMD + " --qcomp", "agreement": agree,
+                         "note": f"{res.solver.method}, {res.solver.iterations} iterations, {res.message[:90]}; "
+                                 f"Storm {prop_text if ind is None else 'LRA of ' + prop_text} sound engine "
+                                 f"(check only); max relative difference {agree:.1e}"})
+            if verbose:
+                print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
 _PHASES = r"""
 import json, time
 pt = time.process_time
@@ -464,6 +558,7 @@ if __name__ == "__main__":
             print(f"{k:32s} {v:8.3f}")
         sys.exit(0)
     rows = files_rows("--quick" in sys.argv, verbose=True) if "--files" in sys.argv else \
+        qcomp_rows("--quick" in sys.argv, verbose=True) if "--qcomp" in sys.argv else \
         first_answer_rows() if "--first" in sys.argv else main(quick="--quick" in sys.argv)
     for r in rows:
         ref = "" if r["reference"] is None else f"{r['reference']:.4g}"

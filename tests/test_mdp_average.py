@@ -131,3 +131,56 @@ def test_from_mdptoolbox_vectorized_equals_the_loop():
     assert beta == pytest.approx(1 / 0.9 - 1)
     assert np.array_equal(a.state_ptr, b.state_ptr) and np.array_equal(a.sa_action, b.sa_action)
     assert np.allclose(a.cost, b.cost) and np.allclose(a.kill, b.kill) and abs(a.R - b.R).max() < 1e-15
+
+
+def test_large_multichain_evaluation_iterative_solves_match_closed_forms(monkeypatch):
+    """Beyond ``operators.DIRECT_MAX`` unknowns the evaluation's systems are solved iteratively (ILU + Krylov).
+
+    Two birth-death classes (gain ``sum pi_i c_i`` with ``pi_i`` proportional to ``(lam/mu)^i``) and a chain of
+    transient states absorbed into either (probability by backward recursion): every state's gain in closed form.
+    """
+    from hetsched.mdp import operators
+
+    n_cls, n_tr = 1200, 2100
+    S = 2 * n_cls + n_tr
+    assert min(2 * n_cls - 2, n_tr) > operators.DIRECT_MAX  # the recurrent and transient systems: iterative
+
+    def no_lu(A):
+        raise AssertionError("the direct fallback ran")
+
+    monkeypatch.setattr(operators, "splu", no_lu)
+    rows, cols, vals = [], [], []
+
+    def rate(i, j, r):
+        rows.append(i), cols.append(j), vals.append(r)
+
+    gains = []
+    for base, lam, mu in ((0, 1.0, 1.5), (n_cls, 2.0, 2.5)):
+        for i in range(n_cls):
+            if i + 1 < n_cls:
+                rate(base + i, base + i + 1, lam)
+            if i > 0:
+                rate(base + i, base + i - 1, mu)
+        pi = (lam / mu) ** np.arange(n_cls)
+        gains.append(float(pi @ ((base + np.arange(n_cls)) % 7) / pi.sum()))
+    eps = 0.01
+    p_a = np.empty(n_tr)
+    for t in range(n_tr - 1, -1, -1):  # transient state 2 n_cls + t
+        s = 2 * n_cls + t
+        rate(s, 5, eps)
+        if t + 1 < n_tr:
+            rate(s, s + 1, 1.0)
+            p_a[t] = (eps + p_a[t + 1]) / (1 + eps)
+        else:
+            rate(s, 0, 1.0), rate(s, n_cls, 2.0)
+            p_a[t] = (eps + 1.0) / (3.0 + eps)
+    cost = np.arange(S) % 7
+    R = sp.csr_matrix((vals, (rows, cols)), shape=(S, S))
+    m = CTMDP.from_pairs(np.arange(S), np.zeros(S, dtype=np.int64), R, cost.astype(float), S)
+    res = average_policy_iteration(m)
+    g = np.concatenate([np.full(n_cls, gains[0]), np.full(n_cls, gains[1]), p_a * gains[0] + (1 - p_a) * gains[1]])
+    assert res.success and res.multichain
+    assert np.allclose(res.gains, g, rtol=1e-9, atol=1e-12)
+    # the bias solves c + Q h = g everywhere
+    Q = R - sp.diags(np.asarray(R.sum(axis=1)).ravel())
+    assert np.abs(cost + Q @ res.values - res.gains).max() <= 1e-7 * np.abs(res.values).max()

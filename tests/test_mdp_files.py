@@ -40,6 +40,7 @@ STORM_CASES = [
     ("polling2.drn", "served", {}),
     ("simple-ma.drn", "r", {}),
     ("hybrid-ma.drn", "r", {}),
+    ("erlang10-10-ma.drn", "notgoal", {}),  # QComp's erlang (K = R = 10): multichain, instantaneous choices
 ]
 
 
@@ -274,3 +275,23 @@ def test_cli_process_exit_code():
     p = subprocess.run([sys.executable, "-m", "hetsched.cli", "mdp", "solve", str(D / "zeno-ma.drn"), "--reward", "r"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr.startswith("error:") and "Zeno" in p.stderr
+
+
+@pytest.mark.parametrize("cyclic", [False, True])
+def test_elimination_of_instantaneous_states_equals_a_dense_inverse(cyclic):
+    from hetsched.mdp.automata import _absorb
+
+    rng = np.random.default_rng(7)
+    nI, nM = 30, 12
+    P = np.triu(rng.random((nI, nI)) * (rng.random((nI, nI)) < 0.2), 1)  # acyclic: strictly upper triangular
+    if cyclic:
+        P[5, 2] = P[7, 7] = 0.3  # a cycle and a self-loop
+    out = rng.random((nI, nM)) * (rng.random((nI, nM)) < 0.3)
+    out[:, 0] += 0.1  # every state can reach a Markovian state
+    tot = P.sum(axis=1) + out.sum(axis=1)
+    P, out = P / tot[:, None], out / tot[:, None]
+    r = rng.random(nI)
+    B, u = _absorb(sp.csr_matrix(P), sp.csr_matrix(out), r)
+    inv = np.linalg.inv(np.eye(nI) - P)
+    assert np.allclose(B.toarray(), inv @ out, atol=1e-13) and np.allclose(u, inv @ r, atol=1e-13)
+    assert np.allclose(B.toarray().sum(axis=1), 1.0)  # every instantaneous path ends in a Markovian state

@@ -24,13 +24,15 @@ minimizes cost):
   models whose instantaneous choices can loop forever without time passing (Zeno)
   are refused by name.
 
-Solvers (``method="auto"``): up to :data:`LU_MAX_STATES` states, exact policy
-iteration with sparse LU — discounted, certified by the MacQueen bound; average,
-multichain policy iteration (:func:`hetsched.mdp.average.average_policy_iteration`:
-the optimal gain of every state). Beyond, where LU fill-in can exhaust memory:
-discounted, compiled Gauss-Seidel value iteration (same certificate); average,
-relative value iteration (Odoni bounds; unichain or communicating models only —
-on a multichain model it does not converge and the result says so).
+Solvers (``method="auto"``): average, multichain policy iteration at every size
+(:func:`hetsched.mdp.average.average_policy_iteration`: the optimal gain of every
+state; its linear systems are solved by sparse LU up to 2,000 unknowns and by
+ILU-preconditioned Krylov solvers, residual-checked, beyond:
+:func:`hetsched.mdp.operators.linsolve`). Discounted: up to :data:`LU_MAX_STATES`
+states policy iteration, certified by the MacQueen bound; beyond, compiled
+Gauss-Seidel value iteration (same certificate). Relative value iteration (Odoni
+bounds) is available by ``method`` for unichain or communicating models only; on
+a multichain model it does not converge and the result says so.
 """
 
 from __future__ import annotations
@@ -51,9 +53,8 @@ from .result import MDPResult
 __all__ = ["FileSolution", "solve", "to_ctmdp", "CRITERIA"]
 
 CRITERIA = ("discounted", "average")
-#: above this many states the default solvers avoid sparse LU (SuperLU's fill-in on a 36,000-state CTMC of
-#: the flexible manufacturing system exhausted 16 GB): discounted, value iteration; average, relative value
-#: iteration (certified bounds, unichain or communicating models only)
+#: above this many states the default discounted solver is value iteration (certified bound), not policy
+#: iteration (SuperLU's fill-in on a 36,000-state CTMC of the flexible manufacturing system exhausted 16 GB)
 LU_MAX_STATES = 20_000
 #: iteration limit of relative value iteration under method="auto"
 RVI_MAX_ITER = 200_000
@@ -263,6 +264,8 @@ def solve(model: MarkovModel | str | Path, criterion: str = "average", *, discou
                         method="markov-automaton-policy-iteration", criterion=criterion,
                         iterations=out["iterations"], seconds=out["seconds"], error_bound=float("nan"),
                         beta=discount if criterion == "discounted" else None)
+        if out["n_classes"] is not None:
+            res.extra["n_classes"] = out["n_classes"]
         conv = {"reward": name, "notes": [f"policy iteration over the instantaneous choices; "
                                           f"{out['n_markovian']} Markovian states"],
                 "mapping": ("Markov automaton: instantaneous states eliminated under each choice of policy "
@@ -289,7 +292,7 @@ def solve(model: MarkovModel | str | Path, criterion: str = "average", *, discou
             vals_c = res.values
         else:
             if method == "auto":
-                method = "policy-iteration" if c.n_states <= LU_MAX_STATES else "relative-value-iteration"
+                method = "policy-iteration"  # multichain; its linear solves are iterative beyond 2,000 unknowns
             if method == "policy-iteration":
                 res = average_policy_iteration(c)
             elif method == "relative-value-iteration":
@@ -298,8 +301,8 @@ def solve(model: MarkovModel | str | Path, criterion: str = "average", *, discou
                     res.gains = np.full(c.n_states, float(res.gain))
                 else:  # no certified gain: no value is reported (NaN), the bounds stay in lower/upper
                     res.gain, res.gains = None, None
-                    res.message += (f"; with {c.n_states} states policy iteration's sparse LU may not fit in memory "
-                                    "(--method policy-iteration tries it)")
+                    res.message += ("; relative value iteration needs a unichain or communicating model "
+                                    "(--method policy-iteration handles multichain models)")
             else:
                 raise ModelError(f"method: expected auto, policy-iteration or relative-value-iteration, "
                                  f"got {method!r}")
@@ -314,9 +317,9 @@ def solve(model: MarkovModel | str | Path, criterion: str = "average", *, discou
     if res.status == 0 and criterion == "average":
         lo, hi = float(values.min()), float(values.max())
         if hi - lo > 1e-9 * max(abs(lo), abs(hi), 1e-300):
-            ncls = int(res.extra["classes"].max()) + 1 if "classes" in res.extra else 0
+            ncls = int(res.extra["classes"].max()) + 1 if "classes" in res.extra else res.extra.get("n_classes")
             msg = (f"converged: multichain, the optimal long-run average ranges over {lo:.10g} .. {hi:.10g} by "
-                   f"state ({ncls} recurrent classes under the optimal policy)")
+                   "state" + ("" if ncls is None else f" ({ncls} recurrent classes under the optimal policy)"))
         else:
             msg = f"converged: the optimal long-run average is {lo:.10g} in every state"
     bias = None if criterion == "discounted" or m.kind == "ma" else sign * np.asarray(res.values)

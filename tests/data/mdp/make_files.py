@@ -104,7 +104,52 @@ def prism_explicit(model, stem: Path, kind: str) -> None:
                                                    f"{S} {len(nz)}\n" + "".join(f"{s} {float(v)!r}\n" for s, v in nz))
 
 
+#: QComp benchmark models (https://github.com/ahartmanns/qcomp, CC-BY 4.0), JANI files copied to qcomp/: (JANI file,
+#: constants, the steady-state property whose state formula becomes the reward "goal_free"/"reach" indicator)
+QCOMP = {"erlang10-10-ma": ("qcomp/erlang.jani", {"K": 10, "R": 10, "TIME_BOUND": 5}, "SmaxNotReach", "notgoal")}
+
+
+def with_state_reward(drn: str, name: str, reward: list[float]) -> str:
+    """Storm's DRN text without reward models, with one state-reward structure ``name`` added (actions earn 0)."""
+    assert "@reward_models\n\n" in drn, "expected a DRN without reward models"
+    out = []
+    for line in drn.replace("@reward_models\n\n", f"@reward_models\n{name}\n", 1).splitlines():
+        if line.startswith("state "):
+            head = line.split()
+            k = 3 if len(head) > 2 and head[2].startswith("!") else 2  # after the exit rate of a Markov automaton
+            head.insert(k, f"[{reward[int(head[1])]!r}]")
+            line = " ".join(head)
+        elif line.startswith("\taction "):
+            line += " [0]"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def qcomp(name: str) -> None:
+    """Build a QComp JANI model with Storm; the reward is the indicator of the steady-state property's states."""
+    jani, consts, prop_name, reward = QCOMP[name]
+    jm, props = stormpy.parse_jani_model(str(HERE / jani))
+    em = jm.expression_manager
+    values = {}
+    for k, v in consts.items():
+        c = jm.get_constant(k)
+        values[c.expression_variable] = em.integer(v) if str(c.type) == "int" else em.rational(stormpy.Rational(v))
+    jm = jm.define_undefined_constants(values)
+    prop = next(p for p in props if p.get_name() == prop_name).substitute(values)
+    model = stormpy.build_model(jm, [prop])
+    truth = stormpy.model_checking(model, prop.get_raw_formula().subformula).get_truth_values_vector()
+    ind = [0.0] * model.nr_states
+    for s in truth:  # a BitVector iterates over its set bits
+        ind[s] = 1.0
+    with tempfile.TemporaryDirectory() as tmp:
+        stormpy.io.export_to_drn(model, str(Path(tmp) / "m.drn"))
+        text = (Path(tmp) / "m.drn").read_text()
+    (HERE / f"{name}.drn").write_text(with_state_reward(text, reward, ind))
+
+
 def main() -> None:
+    for name in QCOMP:
+        qcomp(name)
     for name, (src, extra) in APPEND.items():
         m = build((EX / src).read_text() + "\n" + extra)
         stormpy.io.export_to_drn(m, str(HERE / f"{name}.drn"))
