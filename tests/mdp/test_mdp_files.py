@@ -14,7 +14,6 @@ import itertools
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,8 +21,9 @@ import scipy.sparse as sp
 
 import hetsched as hs
 from hetsched.errors import HetschedError, ModelError
+from helpers import DATA_DIR
 
-D = Path(__file__).parent / "data" / "mdp"
+D = DATA_DIR / "mdp"
 stormpy = pytest.importorskip("stormpy")
 from hetsched.mdp.storm import storm_model, storm_values  # noqa: E402
 
