@@ -40,17 +40,19 @@ def check_export_path(path: str | Path, force: bool = False) -> Path:
         raise ModelError(f"--export: the file name must end in .npz (NumPy appends it otherwise), got {str(path)!r}")
     if path.is_dir():
         raise ModelError(f"--export: {path} is a directory")
-    if path.exists() and not force:
+    if path.exists() and not path.is_symlink() and not force:
         raise ModelError(f"--export: {path} exists (use --force to overwrite)")
     if not path.parent.is_dir():
         raise ModelError(f"--export: directory {path.parent} does not exist")
-    return path
+    from ..safeio import check_output
+
+    return check_output(path, force=force, what="--export")  # links and non-regular files refused
 
 
 def save_mdptoolbox(model, path: str | Path, *, force: bool = False) -> Path:
     """Write the :class:`~hetsched.mdp.coalloc.CoallocModel` ``model`` to ``path`` (``.npz``).
 
-    Refuses to overwrite an existing file unless ``force``.
+    Refuses to overwrite an existing file unless ``force``; written atomically (:mod:`hetsched.safeio`).
     """
     from .ctmdp import to_mdptoolbox
 
@@ -58,14 +60,14 @@ def save_mdptoolbox(model, path: str | Path, *, force: bool = False) -> Path:
     prm = model.params
     P, R, disc = to_mdptoolbox(model.ctmdp, prm.beta, prm.nu_used)
     M = sp.vstack(P, format="csr")
-    try:
-        with open(path, "wb") as fh:
+    from ..safeio import atomic_output
+
+    with atomic_output(path, force=force, what="--export") as tmp:
+        with open(tmp, "wb") as fh:
             np.savez_compressed(fh, P_data=M.data, P_indices=M.indices, P_indptr=M.indptr,
                                 P_shape=np.array(M.shape), R=R, discount=np.float64(disc),
                                 admissible=model.ctmdp.admissible(), states=model.states,
                                 params=np.array(json.dumps(prm.as_dict())))
-    except OSError as exc:
-        raise ModelError(f"--export: cannot write {path}: {exc.strerror or exc}") from None
     return path
 
 
