@@ -2,7 +2,7 @@
 
 The command dispatches on the policy through the model registry of
 :mod:`hetsched.sim` (mapping policies run the cluster mapping model of thesis
-ch. 2; later models add their own policies). Contract: ``../shared/DESIGN.md``.
+ch. 2; the other models add their own policies, :data:`hetsched.sim.MODELS`).
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ def simulate_cmd(
 
     if backend not in ("local", "dask"):
         raise HetschedError(f"--backend: expected 'local' or 'dask', got {backend!r}")
+    if scheduler is not None and backend != "dask":
+        raise HetschedError(f"--scheduler {scheduler!r} applies only with --backend dask")
     model_for_policy(policy)  # unknown policy: fail before loading the scenario
     system = load(scenario, arrivals=arrivals, case=case)
     model = model_for_policy(policy, system)
@@ -144,6 +146,22 @@ def _write_outdir(res, out: dict, system, outdir: Path, prov) -> None:
     out["outdir"] = str(outdir)
 
 
+def _class_label(number, names) -> str:
+    """``class 2`` (numbered from 1), with the user's name where the system gives one: ``class 2 (big)``."""
+    try:
+        name = names[int(number) - 1]
+    except (TypeError, ValueError, IndexError):
+        name = None
+    if name is None or str(name) == str(number):
+        return f"class {number}"
+    return f"class {number} ({_inert(str(name))})"
+
+
+def _inert(text: str) -> str:
+    """A user's string made safe for the terminal: control characters shown escaped, never sent raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _fmt(x) -> str:
     return "-" if x is None else f"{x:.4g}"
 
@@ -165,11 +183,13 @@ def _print(out: dict) -> None:
         rel = out.get("rel_half_width", out.get("accuracy"))
         typer.echo(f"  {name}: {_fmt(out['mean'])}  95% CI [{_fmt(lo)}, {_fmt(hi)}]"
                    + (f"  (+-{100 * rel:.2f}%)" if rel is not None else ""))
+    names = out.get("class_names") or []
     for pc in out.get("per_class", []):
+        label = _class_label(pc.get("class"), names)
         untrusted = {k[: -len("_untrusted")]: v for k, v in pc.items() if k.endswith("_untrusted")}
         if untrusted:
-            typer.echo(f"  class {pc['class']}: " + "   ".join(f"{k} ({_fmt(v)}?)" for k, v in untrusted.items()
-                                                           if k != "mean"))
+            typer.echo(f"  {label}: " + "   ".join(f"{k} ({_fmt(v)}?)" for k, v in untrusted.items()
+                                                 if k != "mean"))
             continue
         parts = []
         if pc.get("mean") is not None:  # the metric, with its CI
@@ -179,7 +199,7 @@ def _print(out: dict) -> None:
             if other != metric and pc.get(other) is not None:
                 parts.append(f"{other} {_fmt(pc[other])}")
         if parts:  # an unstable configuration has no per-class numbers
-            typer.echo(f"  class {pc['class']}: " + "   ".join(parts))
+            typer.echo(f"  {label}: " + "   ".join(parts))
     extra = []
     if out.get("contacted") is not None and out.get("contacted_formula") is not None:
         extra.append(f"machines contacted per arrival {out['contacted']:.3f} (formula {out['contacted_formula']:.3f})")

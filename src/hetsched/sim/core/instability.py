@@ -25,14 +25,13 @@ Kernels keep the segment averages with :func:`seg_new`, :func:`seg_observe`
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
-__all__ = ["NSEG", "default_bound", "trend_unstable", "verdict", "seg_new", "seg_observe", "seg_close"]
+# the rule's plain-Python half lives in hetsched.stats (trace replays use it without the simulator)
+from ...stats import NSEG, trend_unstable, verdict
 
-NSEG = 10
+__all__ = ["NSEG", "default_bound", "trend_unstable", "verdict", "seg_new", "seg_observe", "seg_close"]
 
 # state layout of the segment accumulator: averages in [0, NSEG), then
 _SEG, _END, _AREA, _LAST, _LEN, _WARM = NSEG, NSEG + 1, NSEG + 2, NSEG + 3, NSEG + 4, NSEG + 5
@@ -42,26 +41,6 @@ _SIZE = NSEG + 6
 def default_bound(M: int) -> int:
     """Bound on the number in system: ``max(10000, 1000 M)`` for ``M`` machines."""
     return int(max(10_000, 1_000 * int(M)))
-
-
-def trend_unstable(seg) -> bool:
-    """Part 2 of the rule on the ``NSEG`` segment averages ``seg``."""
-    seg = np.asarray(seg, float)
-    if seg.size < 4 or not np.all(np.isfinite(seg)):
-        return False
-    ascents = int(np.sum(np.diff(seg) > 0))
-    early = float(np.mean(seg[1:3]))
-    late = float(np.mean(seg[-2:]))
-    # NSEG = 10: 7 of the 9 successive averages increase
-    return ascents >= math.ceil(0.7 * (seg.size - 1)) and late > 2.0 * early + 5.0
-
-
-def verdict(hit_bound, trend) -> tuple[bool, int, int]:
-    """``(unstable, n_bound, n_trend)`` of a configuration from per-replication flags."""
-    hb = [bool(x) for x in hit_bound]
-    tr = [bool(x) for x in trend]
-    n_bound, n_trend = sum(hb), sum(tr)
-    return (n_bound > 0 or n_trend > len(tr) / 2), n_bound, n_trend
 
 
 @njit(cache=True)

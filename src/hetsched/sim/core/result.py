@@ -5,7 +5,7 @@ In the style of ``scipy.optimize.OptimizeResult``: a ``status`` code and its
 ``per_class``) and diagnostics (``events``, ``wall_seconds``, model-specific
 fields in ``extra``, readable as attributes: ``res.messages``). Engines
 return it and never print; the command line renders :meth:`SimResult.as_dict`
-(the JSON contract of DESIGN.md), Jupyter renders :meth:`_repr_html_`.
+(the command line's JSON contract), Jupyter renders :meth:`_repr_html_`.
 
 ``status``: ``0`` the estimate is trustworthy; ``1`` the configuration is
 **unstable** (bound or trend rule of :mod:`.instability`, or the allocation LP
@@ -164,7 +164,7 @@ class SimResult(Result):
         return pd.DataFrame(rows)
 
     def as_dict(self) -> dict:
-        """The JSON object of the command-line contract (DESIGN.md), JSON-ready."""
+        """The JSON object of the command-line contract, JSON-ready."""
         d: dict[str, Any] = {
             "model": self.model, "scenario": self.scenario, "policy": self.policy, "metric": self.metric,
             "mean": self.mean, "ci": list(self.ci), "rel_half_width": self.rel_half_width,
