@@ -46,8 +46,8 @@ Model = namedtuple("Model", ["alpha0", "mu0", "a0", "a_choices", "alpha_levels",
 Out = namedtuple("Out", ["resp", "done", "seg", "ints", "log_t", "log_i", "log_o", "log_d", "log_x"])
 
 # iopt fields
-I_POLICY, I_KBAR, I_LOCAL, I_INSTANT, I_TIE, I_BOUND = range(6)
-N_IOPT = 6
+I_POLICY, I_KBAR, I_LOCAL, I_INSTANT, I_TIE, I_BOUND, I_FRESH = range(7)
+N_IOPT = 7
 # fopt fields
 F_RC_RATE, F_CPU_RATE, F_INACC, F_HORIZON, F_WARMUP = range(5)
 N_FOPT = 5
@@ -56,8 +56,8 @@ MCT, KPB, LPAS_DEC = 0, 1, 2
 # tie rules
 TIE_LOWEST, TIE_HIGHEST, TIE_RANDOM = 0, 1, 2
 # streams
-S_ARR, S_WHICH, S_WORK, S_RC, S_EST, S_TIE, S_CPU = 0, 1, 2, 3, 4, 5, 6
-N_STREAMS = 7
+S_ARR, S_WHICH, S_WORK, S_RC, S_EST, S_TIE, S_CPU, S_MSG = 0, 1, 2, 3, 4, 5, 6, 7
+N_STREAMS = 8
 # out.ints fields
 O_STATUS, O_EVENTS, O_ARRIVALS, O_COMPLETIONS, O_MESSAGES, O_LPSOLVES, O_PIVOTS = 0, 1, 2, 3, 4, 5, 6
 O_RC_EVENTS, O_CPU_EVENTS, O_PEAK, O_VIEW_UPDATES, O_LOGGED, O_SUPPORT_SIZE, O_REMOTE = 7, 8, 9, 10, 11, 12, 13
@@ -146,6 +146,21 @@ def _estimate(x, inacc, st):
 
 
 @njit(cache=True)
+def _report(j, alpha, mu, est_alpha, est_mu, inacc, st):
+    """Machine ``j`` reports its rates with fresh errors (``inaccuracy_draw="per-message"``):
+    ``r (1 + E)``, ``E ~ U[-I, I]`` drawn anew for each rate in each report."""
+    N = mu.shape[0]
+    for i in range(N):
+        e = (2.0 * uniform(st, S_MSG) - 1.0) * inacc
+        v = alpha[i, j] * (1.0 + e)
+        est_alpha[i, j] = v if v > 1e-300 else 1e-300
+        if mu[i, j] > 0:
+            e = (2.0 * uniform(st, S_MSG) - 1.0) * inacc
+            v = mu[i, j] * (1.0 + e)
+            est_mu[i, j] = v if v > 1e-300 else 1e-300
+
+
+@njit(cache=True)
 def run(m, out, st):
     """One replication; see the module docstring of :mod:`hetsched.sim.decentral`. Returns the status
     (0 completed, 1 the bound on the number in system was exceeded)."""
@@ -155,6 +170,7 @@ def run(m, out, st):
     include_local, instant = m.iopt[I_LOCAL] == 1, m.iopt[I_INSTANT] == 1
     tie = m.iopt[I_TIE]
     max_in_system = m.iopt[I_BOUND]
+    fresh = m.iopt[I_FRESH] == 1 and m.fopt[F_INACC] > 0.0
     rc_rate, cpu_rate, inacc = m.fopt[F_RC_RATE], m.fopt[F_CPU_RATE], m.fopt[F_INACC]
     horizon, warmup = m.fopt[F_HORIZON], m.fopt[F_WARMUP]
     out_resp, out_done, out_int = out.resp, out.done, out.ints
@@ -299,6 +315,10 @@ def run(m, out, st):
                     break
             work = expo(st, S_WORK)
             ev_schedule(ev, M, t + expo(st, S_ARR) / A, PRIO_ARRIVAL)
+            if fresh:  # the deciding machine reads its own rates afresh (per-message reading)
+                _report(o, alpha, mu, est_alpha, est_mu, inacc, st)
+                if need_view:
+                    _publish(o, est_alpha, est_mu, view_alpha, view_mu, dirty, instant)
             # ---- candidate set S (policy) ----
             ncand = 0
             if policy == MCT:
@@ -369,6 +389,10 @@ def run(m, out, st):
                 j = cand[r]
                 if j != o:
                     messages += 2
+                    if fresh:  # j's reply (and its ECT) carries fresh estimates of its rates
+                        _report(j, alpha, mu, est_alpha, est_mu, inacc, st)
+                        if need_view and instant:
+                            _publish(j, est_alpha, est_mu, view_alpha, view_mu, dirty, instant)
                     if need_view:
                         view_updates += _exchange(o, j, piggy, est_alpha, est_mu, view_alpha, view_mu, dirty)
                 e = _ect(i, j, Q, est_mu)

@@ -35,7 +35,7 @@ def replication(seed_seq, p: Prepared) -> dict:
     arrivals = int(oi[K.O_ARRIVALS])
     trend = status == 0 and trend_unstable(out.seg)
     res = {
-        "W": float(out.resp.sum() / max(done.sum(), 1)),
+        "W": float(out.resp.sum() / done.sum()) if done.sum() else float("nan"),
         "W_class": W_class.tolist(),
         "Q": float(np.mean(out.seg)),
         "messages": int(oi[K.O_MESSAGES]),
@@ -126,7 +126,10 @@ def simulate(system, policy: str, *, reps: int = 30, horizon: float = 200_000.0,
     k : int
         ``k-bar`` of KPB (machines per class).
     **options
-        ``warmup``, ``inaccuracy`` (``I`` of §4.3.2), ``rate_changes`` /
+        ``warmup``, ``inaccuracy`` (``I`` of §4.3.2), ``inaccuracy_draw``
+        (``per-message`` default: a fresh error in every report of a
+        machine's rates; ``per-rate``: one error per rate value, kept until
+        the rate changes), ``rate_changes`` /
         ``cpu_changes`` (default: on when the scenario's meta defines them),
         ``propagation`` (``messages`` | ``instant``), ``include_local``,
         ``tie`` (``random`` default | ``lowest`` | ``highest``),
@@ -167,7 +170,7 @@ def plan(system, policy: str, *, reps: int = 30, horizon: float = 200_000.0, see
                    warm=warm_up_kernels, warm_key=("decentral",))
 
 
-_CLI_OPTIONS = {"warmup", "inaccuracy", "rate_changes", "cpu_changes", "propagation", "include_local", "tie",
+_CLI_OPTIONS = {"warmup", "inaccuracy", "inaccuracy_draw", "rate_changes", "cpu_changes", "propagation", "include_local", "tie",
                 "max_in_system"}
 
 
