@@ -139,6 +139,11 @@ def test_validation_errors():
         simulate(s, "fcfs", reps=1, horizon=10, k=3)
     with pytest.raises(ModelError, match="seed"):
         simulate(s, "fcfs", reps=1, horizon=10, seed=-1)
+    with pytest.raises(ModelError, match="memory"):
+        one_run(s, "fcfs", max_in_system=10**15)
+    dead = System(id="dead", alpha=(1.0,), groups=(MachineGroup("A", 2, (2.0,)),), availability=(1.0, 0.0))
+    with pytest.raises(ModelError, match=r"availability\[1\] \(machine 2\): a = 0"):
+        one_run(dead, "gcmu")
 
 
 def test_lpas_support_restricts_classes():

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import math
 import types as _pytypes
-from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -59,58 +58,18 @@ from ..core.events import ev_cancel, ev_new, ev_schedule
 from ..core.instability import seg_observe
 from ..core.rng import uniform
 from ..core.variates import draw
+from .expand import fen_add, fen_prefix, x_add, x_init, x_pick, x_remove, x_update
 
-# ----------------------------------------------------------------------------- layouts
-#: the model: arrays made once per (system, policy, options); ``iopt``/``fopt`` scalars below
-Model = namedtuple("Model", ["col", "muT", "mu_colT", "a_true", "a_est0", "chain_id", "Pm", "Ppow", "logstay",
-                             "levels", "stat", "alpha", "up_par", "down_par", "exec_par", "iopt", "fopt"])
-#: the replication state
-State = namedtuple("State", ["mi", "mf", "p_arr", "p_next", "free", "qhead", "qtail", "ql", "head_arr",
-                             "chead", "ctail", "cidle", "ninit", "ist", "fst", "sg", "cls_n", "cls_w", "up_time"])
-#: the LP state (vertex tableau, robust support table)
-LPState = namedtuple("LPState", ["T", "obj", "basis", "cap", "support", "elig_static", "keys_cap", "key_used",
-                                 "sup_table"])
-
-#: three event lists of the core, one per kind of event (see the module docstring)
-Events = namedtuple("Events", ["task", "avail", "arrival"])
-
-# iopt fields
-I_POLICY, I_MRULE, I_RESUB, I_LPMODE, I_TIE, I_FAIL, I_UPK, I_DOWNK, I_EXECK, I_BOUND, I_USES_LP = range(11)
-N_IOPT = 11
-# fopt fields
-F_HORIZON, F_WARMUP, F_INACC, F_STEP = range(4)
-N_FOPT = 4
-# machine int fields (mi[j, .])
-UP, BUSY, CST, CK, PREV, NEXT, TKIND, INIT = range(8)
-N_MI = 8
-# machine float fields (mf[j, .])
-TARR, REM, SEGT, LEVEL, IDLE_SINCE, AEST, SEGEND, UPSINCE = range(8)
-N_MF = 8
-# ist fields
-(EVENTS, PENDING, MISS_SLOT, LP_SOLVES, PIVOTS, AVAIL_EVENTS, RESUB, STATUS, ARRIVALS, PIV_SINCE, SUP_CHANGES,
- LP_FAIL, PEND_MACHINE, TABLE_COUNT, STARTS, LOOKUPS, NFREE, ERR_MACHINE, ERR_VALUE, PEAK, HW) = range(21)
-N_IST = 21
-# fst fields
-T_NOW, LAM = 0, 1
-N_FST = 2
-
-# policy codes (hetsched.policies.pull), machine rules, tie rules
-FCFS, GCMU, LPAS_DG, LPAS_DG_ROBUST, USER = 0, 1, 2, 3, 4
-R_LONGEST_IDLE, R_FASTEST, R_LOWEST_INDEX, R_RANDOM = 0, 1, 2, 3
-TIE_LOWEST, TIE_HIGHEST, TIE_RANDOM = 0, 1, 2
-TIE_RULES_CODE = {"lowest": TIE_LOWEST, "highest": TIE_HIGHEST, "random": TIE_RANDOM}
-# streams
-S_ARR, S_EXEC, S_FAIL, S_CHAIN, S_TIE, S_EST, S_USER = range(7)
-N_STREAMS = 7
-# event priorities
-PRIO_TASK, PRIO_AVAIL, PRIO_ARRIVAL = 0, 1, 2
-
-# return codes / status
-DONE = 0
-NEED_SUPPORT = 1
-BOUND = 2
-BAD_CHOICE = 3
-LP_FAILED = 4
+from .layout import (AEST, ARRIVALS, AVAIL_EVENTS, BAD_CHOICE, BOUND, BUSY, CK, CST, DONE, ERR_MACHINE, ERR_VALUE,
+                     EVENTS, F_HORIZON, F_INACC, F_STEP, F_WARMUP, FCFS, GCMU, HW, I_BOUND, I_DOWNK, I_EXECK,
+                     I_EXPAND, I_FAIL, I_LPMODE, I_MRULE, I_POLICY, I_RESUB, I_TIE, I_UPK, I_USES_LP, IDLE_SINCE,
+                     INIT, LAM, LEVEL, LOOKUPS, LP_FAIL, LP_FAILED, LP_SOLVES, LPAS_DG, LPAS_DG_ROBUST, MISS_SLOT,
+                     N_FOPT, N_FST, N_IOPT, N_IST, N_MF, N_MI, N_STREAMS, NEED_SUPPORT, NEXT, NFREE, PEAK,
+                     PEND_MACHINE, PENDING, PIV_SINCE, PIVOTS, PREV, PRIO_ARRIVAL, PRIO_AVAIL, PRIO_TASK,
+                     R_FASTEST, R_LONGEST_IDLE, R_LOWEST_INDEX, R_RANDOM, REM, RESUB, S_ARR, S_CHAIN, S_EST,
+                     S_EXEC, S_FAIL, S_TIE, S_USER, SEGEND, SEGT, STARTS, STATUS, SUP_CHANGES, TABLE_COUNT, TARR,
+                     TIE_HIGHEST, TIE_LOWEST, TIE_RANDOM, TIE_RULES_CODE, TKIND, T_NOW, UP, UPSINCE, USER, Events,
+                     LPState, Model, State)
 
 REFACTOR = 200
 INF = np.inf
@@ -347,6 +306,64 @@ def find_machine(mrule, tie, muT, mi, mf, chead, cidle, ninit, i, E, st):
     return best
 
 
+@njit(cache=True)
+def find_machine_x(mrule, tie, muT, mi, mf, lp, i, st):
+    """:func:`find_machine` for the expanded per-machine vertex: the candidates are the heads of
+    the idle lists ``(c, i)`` of the groups (their members share rates and ``a``)."""
+    C = lp.xcnt.shape[0]
+    if mrule == R_RANDOM:
+        tot = 0
+        for c in range(C):
+            tot += lp.xcnt[c, i]
+        if tot == 0:
+            return -1
+        u = int((1.0 - uniform(st, S_TIE)) * tot)
+        for c in range(C):
+            if u < lp.xcnt[c, i]:
+                j = lp.xhead[c, i]
+                for _ in range(u):
+                    j = lp.xnext[j, i]
+                return j
+            u -= lp.xcnt[c, i]
+        return -1
+    best = -1
+    best_r = 0.0
+    best_idle = 0.0
+    wtot = 0.0
+    for c in range(C):
+        if lp.xcnt[c, i] == 0:
+            continue
+        j = lp.xhead[c, i]
+        if mrule == R_LOWEST_INDEX:
+            k = lp.xnext[j, i]
+            while k >= 0:
+                if k < j:
+                    j = k
+                k = lp.xnext[k, i]
+            if best < 0 or j < best:
+                best = j
+            continue
+        key = muT[j, i] * mf[j, AEST] if mrule == R_FASTEST else 0.0
+        idle = mf[j, IDLE_SINCE]
+        w = float(lp.xninit[c, i]) if mi[j, INIT] == 1 else 1.0
+        if best < 0 or key > best_r or (key == best_r and idle < best_idle):
+            best = j
+            best_r = key
+            best_idle = idle
+            wtot = w
+        elif key == best_r and idle == best_idle:
+            wtot += w
+            if tie == TIE_LOWEST:
+                if j < best:
+                    best = j
+            elif tie == TIE_HIGHEST:
+                if j > best:
+                    best = j
+            elif uniform(st, S_TIE) * wtot <= w:
+                best = j
+    return best
+
+
 # ----------------------------------------------------------------------------- class selection
 @njit(cache=True)
 def _no_user_policy(t, qlen, head_arrival, rate, eligible, u):
@@ -500,11 +517,13 @@ def init(m, s, lp, ev, st):
             tmp = order[k]
             order[k] = order[r]
             order[r] = tmp
-    for k in range(M):
-        j = order[k]
-        c = m.col[j]
-        idle_add(s, c, j)
-        s.ninit[c] += 1
+    expand = m.iopt[I_EXPAND] == 1
+    if not expand:
+        for k in range(M):
+            j = order[k]
+            c = m.col[j]
+            idle_add(s, c, j)
+            s.ninit[c] += 1
     for j in range(M):
         lp.cap[m.col[j]] += mf[j, AEST]
     # first events
@@ -527,6 +546,8 @@ def init(m, s, lp, ev, st):
         _, lam = lptab.support(lp.T, lp.basis, m.mu_colT, lp.support)
         s.fst[LAM] = lam
         s.ist[LP_SOLVES] = 1
+        if expand:  # per-machine supports and idle lists (machines in tie-rule order)
+            x_init(lp, m, mi, mf, order)
     elif m.iopt[I_LPMODE] == 2:
         s.ist[PENDING] = 1
     return DONE
@@ -583,6 +604,36 @@ def scan(m, s, ev, st, E, t):
     return started
 
 
+@njit(cache=True)
+def scan_x(m, s, lp, ev, st, t):
+    """:func:`scan` for the expanded per-machine vertex: while a class waits and one of its idle
+    lists ``(c, i)`` is not empty, that list's machine pulls (groups, then classes, in order)."""
+    N = s.ql.shape[0]
+    C = lp.xcnt.shape[0]
+    mrule = m.iopt[I_MRULE]
+    policy = m.iopt[I_POLICY]
+    tie = m.iopt[I_TIE]
+    uses_lp = m.iopt[I_USES_LP] == 1
+    exec_k = m.iopt[I_EXECK]
+    step = m.fopt[F_STEP]
+    started = 0
+    for c in range(C):
+        for i in range(N):
+            while lp.xcnt[c, i] > 0 and s.ql[i] > 0:
+                j = x_pick(lp, s.mi, c, i, mrule, st)
+                k = select(policy, tie, uses_lp, s.ql, s.head_arr, m.muT, s.ist, j, j, lp.msup, t, st)
+                if k == -2:
+                    return -1
+                if k < 0:  # pragma: no cover - class i qualifies
+                    break
+                x_remove(lp, s.mi, c, j)
+                tarr = q_pop(s, k)
+                started += 1
+                start_task(s.mi, s.mf, s.ist, m.muT, m.a_true, m.chain_id, m.Ppow, m.logstay, m.levels, exec_k,
+                           m.exec_par, step, ev.task, st, j, k, tarr, t)
+    return started
+
+
 # ----------------------------------------------------------------------------- the event loop
 @njit(cache=True)
 def run(m, s, lp, ev, st):
@@ -600,7 +651,9 @@ def run(m, s, lp, ev, st):
     inacc = m.fopt[F_INACC]
     step = m.fopt[F_STEP]
     use_lp_sup = policy == LPAS_DG or policy == LPAS_DG_ROBUST or (policy == USER and m.iopt[I_USES_LP] == 1)
-    E = lp.support if use_lp_sup else lp.elig_static
+    expand = m.iopt[I_EXPAND] == 1
+    # E[e, i]: may the machine take class i; row e = its LP column, or the machine itself (expanded vertex)
+    E = (lp.msup if expand else lp.support) if use_lp_sup else lp.elig_static
     fst = s.fst
     cap = lp.cap
     mrule = m.iopt[I_MRULE]
@@ -721,7 +774,8 @@ def run(m, s, lp, ev, st):
             if m.chain_id[j] >= 0:
                 mi[j, CK] = int(math.floor(t / step))
             c = m.col[j]
-            i = select(policy, tie, uses_lp, ql, head_arr, muT, ist, j, c, E, t, st) if qtot > 0 else -1
+            e = j if expand and use_lp_sup else c
+            i = select(policy, tie, uses_lp, ql, head_arr, muT, ist, j, e, E, t, st) if qtot > 0 else -1
             if i == -2:
                 return BAD_CHOICE
             if i >= 0:
@@ -733,13 +787,18 @@ def run(m, s, lp, ev, st):
             else:
                 ev_cancel(evT, j)
                 mf[j, IDLE_SINCE] = t
-                idle_add(s, c, j)
+                if expand:
+                    x_add(lp, mi, mf, c, j)
+                else:
+                    idle_add(s, c, j)
         elif sl < 2 * M:
             # ------------------------------------------------ availability timer of machine j
             j = sl - M
             c = m.col[j]
             ist[AVAIL_EVENTS] += 1
             repaired = -1
+            p0 = 0  # expanded vertex: the machine's position among the up members of its group
+            shift = 0
             if mi[j, UP] == 1:
                 mi[j, UP] = 0
                 s.up_time[j] += t - mf[j, UPSINCE]
@@ -761,15 +820,30 @@ def run(m, s, lp, ev, st):
                         return BOUND
                     qtot += 1
                     if was == 0:
-                        jj = find_machine(mrule, tie, muT, mi, mf, chead, cidle, ninit, i, E, st)
+                        if expand:
+                            jj = find_machine_x(mrule, tie, muT, mi, mf, lp, i, st)
+                        else:
+                            jj = find_machine(mrule, tie, muT, mi, mf, chead, cidle, ninit, i, E, st)
                         if jj >= 0:
-                            idle_remove(s, m.col[jj], jj)
+                            if expand:
+                                x_remove(lp, mi, m.col[jj], jj)
+                            else:
+                                idle_remove(s, m.col[jj], jj)
                             tarr = q_pop(s, i)
                             qtot -= 1
                             nbusy += 1
                             start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev.task, st, jj, i, tarr, t)
+                elif expand:
+                    x_remove(lp, mi, c, j)
                 else:
                     idle_remove(s, c, j)
+                if expand:
+                    for i in range(N):
+                        lp.msup[j, i] = False
+                    p0 = fen_prefix(lp.fen, c + m.goff[c], m.mpos[j])
+                    fen_add(lp.fen, c + m.goff[c], m.goff[c + 1] - m.goff[c], m.mpos[j], -1)
+                    lp.nup[c] -= 1
+                    shift = 1
                 newcap = cap[c] - mf[j, AEST]
                 if newcap < 1e-12:
                     newcap = 0.0
@@ -784,6 +858,11 @@ def run(m, s, lp, ev, st):
                 mf[j, AEST] = a
                 newcap = cap[c] + a
                 repaired = j
+                if expand:
+                    fen_add(lp.fen, c + m.goff[c], m.goff[c + 1] - m.goff[c], m.mpos[j], 1)
+                    lp.nup[c] += 1
+                    p0 = fen_prefix(lp.fen, c + m.goff[c], m.mpos[j])
+                    shift = -1
                 ev_schedule(evV, j, t + draw(st, S_FAIL, m.iopt[I_UPK], m.up_par[j]), PRIO_AVAIL)
             # ---- LP: re-optimise (vertex) or look up (central) the support
             changed = False
@@ -806,7 +885,9 @@ def run(m, s, lp, ev, st):
                         ist[PIV_SINCE] = 0
                 changed, lam = lptab.support(lp.T, lp.basis, m.mu_colT, lp.support)
                 fst[LAM] = lam
-                if not use_lp_sup:
+                if expand:
+                    changed = x_update(lp, m, mi, mf, c, p0, shift, repaired)
+                elif not use_lp_sup:
                     changed = False
             elif lp_mode == 2:
                 cap[c] = newcap
@@ -827,7 +908,7 @@ def run(m, s, lp, ev, st):
             if changed:
                 ist[SUP_CHANGES] += 1
             if repaired >= 0:
-                i = select(policy, tie, uses_lp, ql, head_arr, muT, ist, j, c, E, t, st)
+                i = select(policy, tie, uses_lp, ql, head_arr, muT, ist, j, j if expand else c, E, t, st)
                 if i == -2:
                     return BAD_CHOICE
                 if i >= 0:
@@ -837,9 +918,12 @@ def run(m, s, lp, ev, st):
                     start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev.task, st, j, i, tarr, t)
                 else:
                     mf[j, IDLE_SINCE] = t
-                    idle_add(s, c, j)
+                    if expand:
+                        x_add(lp, mi, mf, c, j)
+                    else:
+                        idle_add(s, c, j)
             if changed:
-                n = scan(m, s, ev, st, E, t)
+                n = scan_x(m, s, lp, ev, st, t) if expand else scan(m, s, ev, st, E, t)
                 if n < 0:
                     return BAD_CHOICE
                 qtot -= n
@@ -851,9 +935,15 @@ def run(m, s, lp, ev, st):
             ev_schedule(evA, i, t - math.log(uniform(st, S_ARR)) / m.alpha[i], PRIO_ARRIVAL)
             jj = -1
             if ql[i] == 0:  # invariant: a non-empty queue has no eligible idle machine
-                jj = find_machine(mrule, tie, muT, mi, mf, chead, cidle, ninit, i, E, st)
+                if expand:
+                    jj = find_machine_x(mrule, tie, muT, mi, mf, lp, i, st)
+                else:
+                    jj = find_machine(mrule, tie, muT, mi, mf, chead, cidle, ninit, i, E, st)
             if jj >= 0:
-                idle_remove(s, m.col[jj], jj)
+                if expand:
+                    x_remove(lp, mi, m.col[jj], jj)
+                else:
+                    idle_remove(s, m.col[jj], jj)
                 nbusy += 1
                 start_task(mi, mf, ist, muT, a_true, chain_id, Ppow, logstay, levels, exec_k, exec_par, step, ev.task, st, jj, i, t, t)
             else:
@@ -869,7 +959,7 @@ def run(m, s, lp, ev, st):
 # ----------------------------------------------------------------------------- user policies
 _USER_KERNELS: dict = {}
 #: the functions that (transitively) call the class selection, specialised per user policy
-_SPECIALISED = ("select", "scan", "run")
+_SPECIALISED = ("select", "scan", "scan_x", "run")
 
 
 def kernels(user=None):

@@ -54,9 +54,16 @@ def fresh_state(p: Prepared, seed_seq):
     m_, nv1 = (N + C, N * C + 1 + N + C + 1) if p.lp_mode == 1 else (1, 2)
     KT = ROBUST_TABLE if p.lp_mode == 2 else 1
     elig = np.ascontiguousarray(m.mu_colT > 0)
+    XM, XC = (M, C) if p.grouping == "expanded" else (1, 1)  # the expanded vertex's arrays (else stubs)
     lp = K.LPState(T=np.zeros((m_, nv1)), obj=np.zeros(nv1), basis=np.zeros(m_, np.int64), cap=np.zeros(C),
                    support=elig.copy(), elig_static=elig, keys_cap=np.zeros((KT, C)),
-                   key_used=np.zeros(KT, np.bool_), sup_table=np.zeros((KT, C, N), np.bool_))
+                   key_used=np.zeros(KT, np.bool_), sup_table=np.zeros((KT, C, N), np.bool_),
+                   xs=np.zeros((XC, N)), xs_int=np.zeros((2, XC, N), np.int64), qa=np.zeros((XC, N), np.int64),
+                   qb=np.full((XC, N), -1, np.int64), nup=np.zeros(XC, np.int64), fen=np.zeros(XM + XC, np.int64),
+                   msup=np.zeros((XM, N), np.bool_), xprev=np.full((XM, N), -1, np.int64),
+                   xnext=np.full((XM, N), -1, np.int64), xhead=np.full((XC, N), -1, np.int64),
+                   xtail=np.full((XC, N), -1, np.int64), xcnt=np.zeros((XC, N), np.int64),
+                   xninit=np.zeros((XC, N), np.int64), irank=np.zeros(XM, np.int64))
     return m, s, lp, K.new_event_list(M, N), st
 
 
@@ -135,7 +142,8 @@ def replication(seed_seq, p: Prepared) -> dict:
         "lp_seconds": lp_seconds,
         "lookups": int(s.ist[K.LOOKUPS]),
         "support_changes": int(s.ist[K.SUP_CHANGES]),
-        "support_nonzeros": int(lp.support[m.col][s.mi[:, K.UP] == 1].sum()) if p.lp_mode else None,
+        "support_nonzeros": (int(lp.msup[s.mi[:, K.UP] == 1].sum()) if p.grouping == "expanded" else
+                             int(lp.support[m.col][s.mi[:, K.UP] == 1].sum()) if p.lp_mode else None),
         "lambda": float(s.fst[K.LAM]),
         "columns": C,
         "queued_end": int(s.ql.sum()),
