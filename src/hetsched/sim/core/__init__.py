@@ -31,6 +31,27 @@ Interfaces
     ``verdict(hit_bound_flags, trend_flags)``; compiled segment averages
     ``seg_new(warmup, horizon)``, ``seg_observe(sg, t, n)``,
     ``seg_close(sg, horizon, n, out)``.
+:mod:`.ties` — the one tie chooser
+    codes ``TIE_LOWEST, TIE_HIGHEST, TIE_RANDOM`` (names of
+    :mod:`hetsched.policies.user`); compiled ``tie_pick(tie, buf, nt, st, s)``
+    (collect the tied candidates, then choose) and ``tie_keep(tie, j, best,
+    w, wtot, st, s)`` (streaming, with weights).
+:mod:`.pool` — the one FCFS task pool
+    ``TaskPool`` (linked queues in one pool of slots, a free stack);
+    ``pool_new(cap, nq)``; compiled ``pool_alloc``, ``pool_append``,
+    ``pool_insert_sorted``, ``pool_push``, ``pool_pop``, ``pool_size``.
+:mod:`.kernels` — compiling kernels
+    ``specialise(module, names, bindings, key=, label=)`` compiles a kernel's
+    functions again with some globals rebound (a policy family, a user's
+    policy, a constant) and caches each specialisation on disk
+    (``cache_dir()``: ``$HETSCHED_CACHE_DIR``, ``$XDG_CACHE_HOME/hetsched``,
+    ``~/.cache/hetsched``); ``policy_key(fn)`` the content key of a user
+    function; an unusable cache gives one ``KernelCacheWarning``, never an error.
+:mod:`.guard` — running user code safely
+    ``run_guarded(call, counter, stall=)`` runs a kernel in a forked, watched
+    child (progress, Ctrl-C, exceptions and crashes come back as
+    ``PolicyFailed``/``PolicyStalled``); ``shared_zeros``/``shared_copy``
+    output arrays; compiled ``publish(arr, i, v)`` (a store the parent sees).
 :mod:`.result` — the one result type
     :class:`SimResult` (``status``, ``success``, ``message``, ``metric``,
     ``mean``, ``ci``, ``per_class``, ``events``, ``wall_seconds``, ``extra``
