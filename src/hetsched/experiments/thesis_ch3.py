@@ -49,9 +49,9 @@ class _Cells:
     def add(self, key, system, policy, reps, horizon, **model) -> None:
         from ..sim.desktop import plan
 
-        for key in ("tie", "lp_solution"):  # lp_solution: unless the cell sets its LP reading itself
-            if key in self.opts.extra and key not in model and not (key == "lp_solution" and "lp_grouping" in model):
-                model[key] = self.opts.extra[key]
+        for name in ("tie", "lp_solution"):  # lp_solution: unless the cell sets its LP reading itself
+            if name in self.opts.extra and name not in model and not (name == "lp_solution" and "lp_grouping" in model):
+                model[name] = self.opts.extra[name]
         self.cells[key] = self.batch.add(plan(system, policy, reps=reps, seed=self.opts.seed, horizon=horizon,
                                               **model), label=" ".join(str(k) for k in key))
 

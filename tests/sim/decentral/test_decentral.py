@@ -311,3 +311,26 @@ def test_inaccuracy_draw_changes_only_the_estimates(policy, k):
     assert c["W"] != d["W"]
     with pytest.raises(ModelError, match="inaccuracy_draw"):
         prepare(s, policy, k=k, inaccuracy_draw="per-day")
+
+
+def test_common_random_numbers_across_policies():
+    """Same seed: every policy sees the same arrivals (time, class, origin) with the same works and the
+    same rate changes; only the destinations differ."""
+    s = load("4.A")
+    logs = {}
+    for pol, k in (("mct", None), ("kpb", 2), ("lpas-dec", None)):
+        r = one_run(s, pol, k=k, seed=6, horizon=300.0, log=100_000)
+        assert r["log"]["t"].size == r["arrivals"]
+        logs[pol] = r
+    ref = logs["mct"]
+    for pol, r in logs.items():
+        assert r["rate_change_events"] == ref["rate_change_events"]
+        for f in ("t", "i", "o", "x"):
+            assert np.array_equal(r["log"][f], ref["log"][f]), (pol, f)
+    assert not np.array_equal(logs["kpb"]["log"]["d"], ref["log"]["d"])
+
+
+def test_class_names_travel_to_the_result():
+    s = grid(TINY_MU, TINY_A).with_(class_names=("render", "encode"))
+    res = simulate(s, "mct", reps=2, horizon=100.0, workers=1, progress=False)
+    assert res.extra["class_names"] == ["render", "encode"]

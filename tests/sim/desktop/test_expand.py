@@ -18,6 +18,7 @@ from hetsched.lp import solve_allocation
 from hetsched.scenarios import load
 from hetsched.sim.core.lptab import LP_TOL
 from hetsched.sim.desktop import kernel as K
+from hetsched.sim.desktop import layout as L
 from hetsched.sim.desktop import one_run, prepare
 from hetsched.sim.desktop.expand import grouped_to_machines, staircase
 from hetsched.sim.desktop.run import fresh_state
@@ -39,11 +40,12 @@ def _state_after(system, horizon, **kw):
     """Kernel state at ``horizon`` (``None``: right after the initial state)."""
     p = prepare(system, "lpas-dg", horizon=horizon or 1.0, **kw)
     assert p.grouping == "expanded"
-    m, s, lp, ev, st = fresh_state(p, np.random.SeedSequence(5))
-    assert K.init(m, s, lp, ev, st) == K.DONE
+    init, run = K.kernels(p.code)
+    m, s, lp, ev, st, out = fresh_state(p, np.random.SeedSequence(5))
+    assert init(m, s, lp, ev, st, out) == L.DONE
     if horizon is not None:
-        assert K.run(m, s, lp, ev, st) == K.DONE
-    return p, m, s, lp
+        assert run(m, s, lp, ev, st, out) == L.DONE
+    return p, m, s, lp, out
 
 
 def test_staircase_splits_a_group():
@@ -56,12 +58,12 @@ def test_staircase_splits_a_group():
 
 def test_expanded_3F_is_an_optimal_vertex_with_the_thesis_zero_count():
     s = load("3.F", case=1)
-    p, m, st_, lp = _state_after(s, None)
+    p, m, st_, lp, out = _state_after(s, None)
     N, M, C = p.N, p.M, p.C
     x = _grouped_x(lp, m, N, C)
     a = np.asarray(s.a, float)
     delta = grouped_to_machines(x, m.col, a)
-    lam = float(st_.fst[K.LAM])
+    lam = float(out.lam[0])
     mu = np.asarray(s.mu, float)
     alpha = s.alpha_array
     # feasible: machine capacities, class demands at lam
@@ -102,16 +104,16 @@ def test_kernel_keeps_supports_and_idle_lists_exact(sid, load_kw, horizon, kw):
     """After hundreds of availability events the incremental upkeep equals a fresh expansion of the
     kernel's grouped tableau over the machines up now, and every idle list is sorted and complete."""
     s = load(sid, **load_kw)
-    p, m, st_, lp = _state_after(s, horizon, **kw)
-    assert st_.ist[K.AVAIL_EVENTS] > 100 and st_.ist[K.SUP_CHANGES] > 0
+    p, m, st_, lp, out = _state_after(s, horizon, **kw)
+    assert out.avail_events[0] > 100 and out.support_changes[0] > 0
     N, M, C = p.N, p.M, p.C
-    up = st_.mi[:, K.UP] == 1
-    a = st_.mf[:, K.AEST]
+    up = st_.mi[:, L.UP] == 1
+    a = st_.mf[:, L.AEST]
     x = _grouped_x(lp, m, N, C)
     delta = grouped_to_machines(x, m.col, a, up, order=m.gmem)
     assert np.array_equal(lp.msup, (delta > 1e-12).T)
     assert (~lp.msup[~up]).all()
-    idle = up & (st_.mi[:, K.BUSY] < 0)
+    idle = up & (st_.mi[:, L.BUSY] < 0)
     for c in range(C):
         for i in range(N):
             members = []
@@ -121,11 +123,11 @@ def test_kernel_keeps_supports_and_idle_lists_exact(sid, load_kw, horizon, kw):
                 j = lp.xnext[j, i]
             want = [j for j in np.flatnonzero(idle & (m.col == c) & lp.msup[:, i])]
             assert sorted(members) == want and lp.xcnt[c, i] == len(want)
-            keys = [(st_.mf[j, K.IDLE_SINCE], lp.irank[j]) for j in members]
+            keys = [(st_.mf[j, L.IDLE_SINCE], lp.irank[j]) for j in members]
             assert keys == sorted(keys)
-            assert lp.xninit[c, i] == sum(st_.mi[j, K.INIT] == 1 for j in members)
+            assert lp.xninit[c, i] == sum(st_.mi[j, L.INIT] == 1 for j in members)
     # a machine that may take a waiting class is not idle (the pull invariant)
-    waiting = st_.ql > 0
+    waiting = st_.pool.qlen > 0
     assert not (lp.msup[idle][:, waiting]).any()
 
 
@@ -156,3 +158,21 @@ def test_symmetric_reading_changes_lpas_dg_only():
     assert v["lambda"] == pytest.approx(g["lambda"], rel=1e-9)  # the same LP optimum, other solutions
     assert v["support_nonzeros"] <= s.N + s.M - 1 < g["support_nonzeros"]
     assert v["W"] != g["W"]
+
+
+def test_chapter_3_experiments_pass_the_reading(tmp_path):
+    """``--set lp_solution=...`` reaches every cell (and the tie rule with it); a cell that sets its own
+    LP reading keeps it."""
+    from hetsched.experiments import RunOptions
+    from hetsched.experiments.thesis_ch3 import _Cells
+
+    opts = RunOptions(quick=True, outdir=tmp_path, progress=False, workers=1,
+                      extra={"lp_solution": "symmetric", "tie": "lowest"})
+    cells = _Cells(opts, "t")
+    s = load("3.A", arrivals="alpha1", case=3)
+    cells.add(("a",), s, "lpas-dg", 1, 1.0)
+    cells.add(("b",), s, "lpas-dg", 1, 1.0, lp_grouping="machines")
+    a = cells.cells[("a",)].planned.job.params
+    b = cells.cells[("b",)].planned.job.params
+    assert a.options["lp_solution"] == "symmetric" and a.grouping == "groups" and a.options["tie"] == "lowest"
+    assert b.options["lp_solution"] == "vertex" and b.grouping == "machines" and b.options["tie"] == "lowest"

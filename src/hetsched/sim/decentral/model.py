@@ -28,10 +28,10 @@ OPTIONS = ("warmup", "inaccuracy", "inaccuracy_draw", "rate_changes", "cpu_chang
 
 @dataclass
 class Prepared:
-    """Everything a replication needs (picklable): the kernel's :class:`~.kernel.Model` fields and sizes."""
+    """Everything a replication needs (picklable): the kernel's :class:`~.kernel.Params` and sizes."""
 
     policy: str
-    model: tuple  # fields of kernel.Model, in order
+    params: tuple  # kernel.Params
     N: int
     M: int
     k: int | None
@@ -42,6 +42,7 @@ class Prepared:
     lambda_star: float | None
     options: dict = field(default_factory=dict)
     scenario: str = ""
+    class_names: tuple | None = None
 
 
 def per_machine_alpha(system) -> np.ndarray:
@@ -73,8 +74,7 @@ def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_0
             propagation: str = "messages", include_local: bool = False, tie: str = DEFAULT_TIE,
             max_in_system: int | None = None, log: int = 0) -> Prepared:
     """Validate and turn ``system`` + ``policy`` into the kernel's arrays (see :func:`.run.simulate`)."""
-    from .kernel import (F_CPU_RATE, F_HORIZON, F_INACC, F_RC_RATE, F_WARMUP, I_BOUND, I_FRESH, I_INSTANT, I_KBAR,
-                         I_LOCAL, I_POLICY, I_TIE, N_FOPT, N_IOPT)
+    from .kernel import Params
 
     key = str(policy).strip().lower()
     if key not in POLICY_CODES:
@@ -136,27 +136,18 @@ def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_0
         lam = float(solve_allocation(mu0 * a0[None, :], alpha0.sum(axis=1)).lam)
     except Exception:  # pragma: no cover - diagnostic only
         lam = None
-    iopt = np.zeros(N_IOPT, np.int64)
-    iopt[I_POLICY] = POLICY_CODES[key]
-    iopt[I_KBAR] = kbar
-    iopt[I_LOCAL] = int(bool(include_local))
-    iopt[I_INSTANT] = int(propagation == "instant")
-    iopt[I_TIE] = tcode
-    iopt[I_BOUND] = int(bound)
-    iopt[I_FRESH] = int(inaccuracy_draw == "per-message")
-    fopt = np.zeros(N_FOPT)
-    fopt[F_RC_RATE] = rc_rate if rate_changes else 0.0
-    fopt[F_CPU_RATE] = 1.0 / cpu_mean if cpu_changes else 0.0
-    fopt[F_INACC] = inaccuracy
-    fopt[F_HORIZON] = horizon
-    fopt[F_WARMUP] = warmup
-    model = (alpha0, mu0, a0, np.ascontiguousarray(_a_choices(system), dtype=float), alpha_levels, mu_levels,
-             iopt, fopt)
+    params = Params(alpha0=alpha0, mu0=mu0, a0=a0, a_choices=np.ascontiguousarray(_a_choices(system), dtype=float),
+                    alpha_levels=alpha_levels, mu_levels=mu_levels, policy=POLICY_CODES[key], kbar=kbar,
+                    include_local=int(bool(include_local)), instant=int(propagation == "instant"), tie=int(tcode),
+                    bound=int(bound), fresh=int(inaccuracy_draw == "per-message"),
+                    rc_rate=float(rc_rate if rate_changes else 0.0),
+                    cpu_rate=float(1.0 / cpu_mean if cpu_changes else 0.0),
+                    inaccuracy=float(inaccuracy), horizon=float(horizon), warmup=float(warmup))
     options = {"k": kbar if key == "kpb" else None, "inaccuracy": inaccuracy, "inaccuracy_draw": inaccuracy_draw,
                "propagation": propagation,
                "include_local": bool(include_local), "tie": str(tie).lower(), "rate_changes": bool(rate_changes),
                "cpu_changes": bool(cpu_changes), "warmup": warmup, "max_in_system": int(bound),
                "lambda_star": lam}
-    return Prepared(policy=key, model=model, N=N, M=M, k=kbar if key == "kpb" else None, horizon=horizon,
+    return Prepared(policy=key, params=params, N=N, M=M, k=kbar if key == "kpb" else None, horizon=horizon,
                     warmup=warmup, bound=int(bound), log=int(log), lambda_star=lam, options=options,
-                    scenario=str(system.id))
+                    scenario=str(system.id), class_names=system.class_names)

@@ -199,77 +199,75 @@ def new_covers(T, basis, muT, cap, nup, x, qa, qb):
 
 # ----------------------------------------------------------------------------- idle lists per (group, class)
 @njit(cache=True, inline="always")
-def _before(mf, irank, k, j):
+def _before(s, irank, k, j):
     """Machine ``k`` is ahead of ``j`` in an idle list: idle longer, or as long and earlier in the
     initial (tie-rule) order."""
-    return mf[k, IDLE_SINCE] < mf[j, IDLE_SINCE] or (mf[k, IDLE_SINCE] == mf[j, IDLE_SINCE]
+    return s.mf[k, IDLE_SINCE] < s.mf[j, IDLE_SINCE] or (s.mf[k, IDLE_SINCE] == s.mf[j, IDLE_SINCE]
                                                      and irank[k] < irank[j])
 
 
-@njit(cache=True)
-def x_insert(lp, mi, mf, c, i, j):
+@njit(cache=True, inline="always")
+def x_insert(lp, s, c, i, j):
     """Put idle machine ``j`` (group ``c``) into list ``(c, i)`` at its place."""
-    xprev, xnext = lp.xprev, lp.xnext
     k = lp.xtail[c, i]
-    while k >= 0 and not _before(mf, lp.irank, k, j):
-        k = xprev[k, i]
-    xprev[j, i] = k
+    while k >= 0 and not _before(s, lp.irank, k, j):
+        k = lp.xprev[k, i]
+    lp.xprev[j, i] = k
     if k >= 0:
-        n = xnext[k, i]
-        xnext[k, i] = j
+        n = lp.xnext[k, i]
+        lp.xnext[k, i] = j
     else:
         n = lp.xhead[c, i]
         lp.xhead[c, i] = j
-    xnext[j, i] = n
+    lp.xnext[j, i] = n
     if n >= 0:
-        xprev[n, i] = j
+        lp.xprev[n, i] = j
     else:
         lp.xtail[c, i] = j
     lp.xcnt[c, i] += 1
-    if mi[j, INIT] == 1:
+    if s.mi[j, INIT] == 1:
         lp.xninit[c, i] += 1
 
 
-@njit(cache=True)
-def x_unlink(lp, mi, c, i, j):
+@njit(cache=True, inline="always")
+def x_unlink(lp, s, c, i, j):
     """Take machine ``j`` out of list ``(c, i)``."""
-    xprev, xnext = lp.xprev, lp.xnext
-    p = xprev[j, i]
-    n = xnext[j, i]
+    p = lp.xprev[j, i]
+    n = lp.xnext[j, i]
     if p >= 0:
-        xnext[p, i] = n
+        lp.xnext[p, i] = n
     else:
         lp.xhead[c, i] = n
     if n >= 0:
-        xprev[n, i] = p
+        lp.xprev[n, i] = p
     else:
         lp.xtail[c, i] = p
-    xprev[j, i] = -1
-    xnext[j, i] = -1
+    lp.xprev[j, i] = -1
+    lp.xnext[j, i] = -1
     lp.xcnt[c, i] -= 1
-    if mi[j, INIT] == 1:
+    if s.mi[j, INIT] == 1:
         lp.xninit[c, i] -= 1
 
 
-@njit(cache=True)
-def x_add(lp, mi, mf, c, j):
+@njit(cache=True, inline="always")
+def x_add(lp, s, c, j):
     """Idle machine ``j`` enters the lists of the classes in its support."""
     for i in range(lp.msup.shape[1]):
         if lp.msup[j, i]:
-            x_insert(lp, mi, mf, c, i, j)
+            x_insert(lp, s, c, i, j)
 
 
-@njit(cache=True)
-def x_remove(lp, mi, c, j):
+@njit(cache=True, inline="always")
+def x_remove(lp, s, c, j):
     """Machine ``j`` leaves every idle list (it starts a task or fails); it is idle since 0 no more."""
     for i in range(lp.msup.shape[1]):
         if lp.msup[j, i]:
-            x_unlink(lp, mi, c, i, j)
-    mi[j, INIT] = 0
+            x_unlink(lp, s, c, i, j)
+    s.mi[j, INIT] = 0
 
 
-@njit(cache=True)
-def x_pick(lp, mi, c, i, mrule, st):
+@njit(cache=True, inline="always")
+def x_pick(lp, c, i, mrule, st):
     """The machine of list ``(c, i)`` that pulls first: its head (longest idle), the lowest index, or
     a uniform one."""
     j = lp.xhead[c, i]
@@ -288,7 +286,7 @@ def x_pick(lp, mi, c, i, mrule, st):
 
 # ----------------------------------------------------------------------------- support upkeep
 @njit(cache=True)
-def _recheck(lp, m, mi, mf, c, q, jr):
+def _recheck(lp, m, s, c, q, jr):
     """Recompute the support of the machine at position ``q`` of group ``c``; True if it changed.
 
     An idle machine (other than ``jr``, the machine just repaired, not yet in any list) moves
@@ -297,51 +295,51 @@ def _recheck(lp, m, mi, mf, c, q, jr):
     j = m.gmem[m.goff[c] + fen_kth(lp.fen, m.goff[c] + c, n, q)]
     N = lp.msup.shape[1]
     changed = False
-    idle = mi[j, BUSY] < 0 and j != jr
+    idle = s.mi[j, BUSY] < 0 and j != jr
     for i in range(N):
         new = lp.qa[c, i] <= q <= lp.qb[c, i]
         if new != lp.msup[j, i]:
             changed = True
             if idle and not new:
-                x_unlink(lp, mi, c, i, j)
+                x_unlink(lp, s, c, i, j)
             lp.msup[j, i] = new
             if idle and new:
-                x_insert(lp, mi, mf, c, i, j)
+                x_insert(lp, s, c, i, j)
     return changed
 
 
 @njit(cache=True)
-def _recheck_range(lp, m, mi, mf, c, lo, hi, plo, phi, jr):
+def _recheck_range(lp, m, s, c, lo, hi, plo, phi, jr):
     changed = False
     if lo < plo:
         lo = plo
     if hi > phi:
         hi = phi
     for q in range(lo, hi + 1):
-        if _recheck(lp, m, mi, mf, c, q, jr):
+        if _recheck(lp, m, s, c, q, jr):
             changed = True
     return changed
 
 
 @njit(cache=True)
-def _symdiff(lp, m, mi, mf, c, a1, b1, a2, b2, plo, phi, jr):
+def _symdiff(lp, m, s, c, a1, b1, a2, b2, plo, phi, jr):
     """Recheck the positions in the symmetric difference of covers ``[a1, b1]`` and ``[a2, b2]``."""
     if a1 > b1 and a2 > b2:
         return False
     if a1 > b1:
-        return _recheck_range(lp, m, mi, mf, c, a2, b2, plo, phi, jr)
+        return _recheck_range(lp, m, s, c, a2, b2, plo, phi, jr)
     if a2 > b2:
-        return _recheck_range(lp, m, mi, mf, c, a1, b1, plo, phi, jr)
+        return _recheck_range(lp, m, s, c, a1, b1, plo, phi, jr)
     ch = False
-    if a1 != a2 and _recheck_range(lp, m, mi, mf, c, min(a1, a2), max(a1, a2) - 1, plo, phi, jr):
+    if a1 != a2 and _recheck_range(lp, m, s, c, min(a1, a2), max(a1, a2) - 1, plo, phi, jr):
         ch = True
-    if b1 != b2 and _recheck_range(lp, m, mi, mf, c, min(b1, b2) + 1, max(b1, b2), plo, phi, jr):
+    if b1 != b2 and _recheck_range(lp, m, s, c, min(b1, b2) + 1, max(b1, b2), plo, phi, jr):
         ch = True
     return ch
 
 
 @njit(cache=True)
-def x_update(lp, m, mi, mf, c0, p0, shift, jr):
+def x_update(lp, m, s, c0, p0, shift, jr):
     """New machine supports after the grouped tableau changed; True if any support changed.
 
     ``c0``: the group of the machine that failed (``shift = 1``; it held position ``p0`` and is
@@ -364,25 +362,25 @@ def x_update(lp, m, mi, mf, c0, p0, shift, jr):
             a2 = lp.qa[c, i]
             b2 = lp.qb[c, i]
             if c != c0:
-                if (oa[c, i] != a2 or ob[c, i] != b2) and _symdiff(lp, m, mi, mf, c, oa[c, i], ob[c, i], a2, b2,
+                if (oa[c, i] != a2 or ob[c, i] != b2) and _symdiff(lp, m, s, c, oa[c, i], ob[c, i], a2, b2,
                                                                    0, n - 1, jr):
                     changed = True
                 continue
             # positions before the event keep their place; those after it moved by one
-            if _symdiff(lp, m, mi, mf, c, oa[c, i], ob[c, i], a2, b2, 0, p0 - 1, jr):
+            if _symdiff(lp, m, s, c, oa[c, i], ob[c, i], a2, b2, 0, p0 - 1, jr):
                 changed = True
             a1 = oa[c, i] - shift
             b1 = ob[c, i] - shift
             lo = p0 if shift == 1 else p0 + 1
-            if _symdiff(lp, m, mi, mf, c, a1, b1, a2, b2, lo, n - 1, jr):
+            if _symdiff(lp, m, s, c, a1, b1, a2, b2, lo, n - 1, jr):
                 changed = True
-        if c == c0 and shift == -1 and _recheck(lp, m, mi, mf, c, p0, jr):
+        if c == c0 and shift == -1 and _recheck(lp, m, s, c, p0, jr):
             changed = True
     return changed
 
 
 @njit(cache=True)
-def x_init(lp, m, mi, mf, order):
+def x_init(lp, m, s, order):
     """Every machine up and idle since 0: the Fenwick trees, the covers of the first optimal
     tableau, every machine's support, and the idle lists filled in the tie rule's ``order``."""
     C = lp.qa.shape[0]
@@ -404,4 +402,4 @@ def x_init(lp, m, mi, mf, order):
         lp.irank[order[k]] = k
     for k in range(M):
         j = order[k]
-        x_add(lp, mi, mf, m.col[j], j)
+        x_add(lp, s, m.col[j], j)

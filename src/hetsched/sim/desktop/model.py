@@ -35,13 +35,13 @@ OPTIONS = ("horizon", "warmup", "tie", "machine_rule", "resubmit", "lp_solution"
 
 @dataclass
 class Prepared:
-    """Everything a replication needs (picklable): the kernel's :class:`~.kernel.Model` arrays
-    as a tuple of fields, sizes, and what the summary reports."""
+    """Everything a replication needs (picklable): the kernel's :class:`~.layout.Params`, sizes, and
+    what the summary reports."""
 
     policy: str
     code: int
     user: PullPolicy | None
-    model: tuple  # fields of kernel.Model, in order
+    params: tuple  # layout.Params
     N: int
     M: int
     C: int
@@ -54,6 +54,7 @@ class Prepared:
     lambda_capacity: float  # lambda* of the LP with a_j times the long-run available fraction
     options: dict = field(default_factory=dict)
     scenario: str = ""
+    class_names: tuple | None = None
 
 
 def _order(M: int, order: Any) -> np.ndarray:
@@ -160,8 +161,7 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
 
     See :func:`hetsched.sim.desktop.simulate` for the parameters.
     """
-    from .layout import (F_HORIZON, F_INACC, F_STEP, F_WARMUP, I_BOUND, I_DOWNK, I_EXECK, I_EXPAND, I_FAIL,
-                         I_LPMODE, I_MRULE, I_POLICY, I_RESUB, I_TIE, I_UPK, I_USES_LP, N_FOPT, N_IOPT)
+    from .layout import Params
 
     code, pname, user = resolve(policy)
     if machine_rule not in MACHINE_RULES:
@@ -275,31 +275,20 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
         down_par = v.par
     ev_ = variate(ed, 1.0, scv=exec_scv, label="exec_dist")
 
-    iopt = np.zeros(N_IOPT, np.int64)
-    iopt[I_POLICY] = code
-    iopt[I_MRULE] = MACHINE_RULES[machine_rule]
-    iopt[I_RESUB] = RESUBMIT_RULES[resubmit]
-    iopt[I_LPMODE] = lp_mode
-    iopt[I_TIE] = tcode
-    iopt[I_FAIL] = int(fail_on)
-    iopt[I_UPK] = up_k
-    iopt[I_DOWNK] = down_k
-    iopt[I_EXECK] = ev_.code
-    iopt[I_BOUND] = int(bound)
-    iopt[I_USES_LP] = int(uses_lp)
-    iopt[I_EXPAND] = int(grouping == "expanded")
-    fopt = np.zeros(N_FOPT)
-    fopt[F_HORIZON] = horizon
-    fopt[F_WARMUP] = warmup
-    fopt[F_INACC] = inaccuracy
-    fopt[F_STEP] = step
-    model = (col, muT, mu_colT, a_true, a_est0, chain_id, Pm, Ppow, logstay, levels, stat, alpha, up_par,
-             np.ascontiguousarray(down_par, dtype=float), np.ascontiguousarray(ev_.par, dtype=float), gmem, goff, mpos,
-             iopt, fopt)
+    params = Params(col=col, muT=muT, mu_colT=mu_colT, a_true=a_true, a_est0=a_est0, chain_id=chain_id, Pm=Pm,
+                    Ppow=Ppow, logstay=logstay, levels=levels, stat=stat, alpha=alpha, up_par=up_par,
+                    down_par=np.ascontiguousarray(down_par, dtype=float),
+                    exec_par=np.ascontiguousarray(ev_.par, dtype=float), gmem=gmem, goff=goff, mpos=mpos,
+                    policy=int(code), machine_rule=MACHINE_RULES[machine_rule], resubmit=RESUBMIT_RULES[resubmit],
+                    lp_mode=int(lp_mode), tie=int(tcode), failures=int(fail_on), up_kind=int(up_k),
+                    down_kind=int(down_k), exec_kind=int(ev_.code), bound=int(bound), uses_lp=int(uses_lp),
+                    expand=int(grouping == "expanded"), horizon=float(horizon), warmup=float(warmup),
+                    inaccuracy=float(inaccuracy), step=float(step))
     options = {"tie": str(tie).lower(), "machine_rule": machine_rule, "resubmit": resubmit, "lp_solution": solution,
                "lp_grouping": grouping,
                "lp_order": lp_order, "cpu_info": bool(cpu_info), "inaccuracy": inaccuracy, "exec_dist": ed,
                "warmup": warmup, "max_in_system": int(bound)}
-    return Prepared(policy=pname, code=code if user is None else USER, user=user, model=model, N=N, M=M, C=C,
+    return Prepared(policy=pname, code=code if user is None else USER, user=user, params=params, N=N, M=M, C=C,
                     lp_mode=lp_mode, grouping=grouping, size=size, bound=int(bound), horizon=horizon, warmup=warmup,
-                    lambda_capacity=capacity_lambda(system), options=options, scenario=str(system.id))
+                    lambda_capacity=capacity_lambda(system), options=options, scenario=str(system.id),
+                    class_names=system.class_names)
