@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
+	$(BIN)/hetsched warmup
 	$(BIN)/hetsched lp all
 	$(BIN)/hetsched reproduce thesis-table-2.1 --quick --force
 	$(BIN)/hetsched report results -o results/report.html

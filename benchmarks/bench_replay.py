@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,9 +47,9 @@ def main(quick: bool = False) -> list[dict]:
     H = 4000.0 if quick else 20_000.0
     rows = []
     # --- records cost (Poisson)
-    p_off = {**prepare(sysm, "lpas", horizon=H), "records": False, "trace": None}
-    p_on = {**p_off, "records": True}
-    replication(np.random.SeedSequence(0), {**p_off, "horizon": 10.0})  # compile / load the cache
+    p_off = prepare(sysm, "lpas", horizon=H)
+    p_on = replace(p_off, records=True)
+    replication(np.random.SeedSequence(0), p_off.with_params(horizon=10.0))  # compile / load the cache
     off, on = [], []
     for r in range(reps):  # interleaved: the machine's load affects both alike
         off.append(replication(np.random.SeedSequence(r), p_off)["cpu"])
@@ -66,8 +67,8 @@ def main(quick: bool = False) -> list[dict]:
     # --- trace vs Poisson (events per CPU second)
     tw = workload(read_swf(lcg), sysm, load=0.8)
     base = prepare(sysm.with_(alpha=tuple(tw.alpha)), "mct", horizon=H, tie="lowest")
-    p_tr = {**prepare_trace({**base, "records": False, "trace": None}, tw, 1)}
-    p_po = {**prepare(sysm, "mct", horizon=H, tie="lowest"), "records": False, "trace": None}
+    p_tr = prepare_trace(base, tw, 1)
+    p_po = prepare(sysm, "mct", horizon=H, tie="lowest")
     tr_rate, po_rate = [], []
     for r in range(reps):
         o = replication(np.random.SeedSequence(r), p_tr)
@@ -84,7 +85,7 @@ def main(quick: bool = False) -> list[dict]:
     n = 5000 if quick else 20_000
     w = workload(read_swf(gaia).iloc[:n], sysm, load=0.8)
     base = prepare(sysm.with_(alpha=tuple(w.alpha)), "mct", horizon=1.0, tie="lowest")
-    p = prepare_trace({**base, "records": True, "trace": None}, w, 1)
+    p = prepare_trace(replace(base, records=True), w, 1)
     t_c, t_py = [], []
     for _ in range(3 if quick else 5):
         t0 = time.perf_counter()

@@ -140,3 +140,20 @@ def test_muscle_records_on_computer_lanes(tmp_path):
     write_records(rec, p, meta={"sizes": list(sysm.sizes)})
     r = CliRunner().invoke(app, ["plot", "gantt", str(p)])
     assert r.exit_code == 0 and f"{len(lanes)} task bars" in r.output
+
+
+def test_gantt_numbers_classes_and_machines_from_1_with_names(tmp_path):
+    """Records number classes and machines from 0 (data); the chart from 1, with the run's names."""
+    df = _records(n=40, machines=3)
+    fig = gantt(df)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == [f"class {c + 1}" for c in sorted(df["class"].unique())]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["1", "2", "3"]
+    p = write_records(df, tmp_path / "named.parquet",
+                      meta={"class_names": ["web", "batch", "gpu"], "machine_names": ["a", "b", "c"]})
+    fig = gantt(p)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == [f"class {c + 1} {['web', 'batch', 'gpu'][c]}" for c in sorted(df["class"].unique())]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["1 a", "2 b", "3 c"]
+    with pytest.raises(ModelError, match="machine_names: 2 names for 3"):
+        gantt(df, machine_names=["a", "b"])

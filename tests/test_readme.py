@@ -57,3 +57,32 @@ def test_readme_example(cmd, shown):
     assert len(got) == len(shown), "\n".join(got)
     for g, s in zip(got, shown):
         assert _TIMING.sub("events in T s", g).rstrip() == _TIMING.sub("events in T s", s).rstrip()
+
+
+def _compare_section() -> str:
+    m = re.search(r"^## Compare policies on your own system\s*$(.*?)(?=^## |\Z)", (ROOT / "README.md").read_text(),
+                  re.M | re.S)
+    assert m is not None, "README has no 'Compare policies on your own system' section"
+    return m.group(1)
+
+
+def test_readme_compare_section_runs(monkeypatch, capsys):
+    """The README's "Compare policies on your own system" section: its Python runs as printed (its console
+    example runs above, with the other `$ hetsched ...` examples). In this process, so that the policy of
+    examples/my_policy.py, loaded once per process, is compiled once for this test and tests/test_compare.py."""
+    blocks = re.findall(r"```python\n(.*?)```", _compare_section(), re.S)
+    assert blocks and "hs.compare(" in blocks[0] and "class_names=" in blocks[0] and "my_rule" in blocks[0]
+    monkeypatch.chdir(ROOT)
+    exec(compile("\n".join(blocks), "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - our own README
+    out = capsys.readouterr().out
+    assert "1 (web)" in out and "rank" in out and "paired differences" in out and "my_rule" in out
+
+
+def test_readme_shows_the_policy_file_as_it_is():
+    """The policy the README shows is the code of examples/my_policy.py (docstring aside)."""
+    import ast
+
+    (shown,) = re.findall(r"```py\n(.*?)```", _compare_section(), re.S)
+    tree = ast.parse((ROOT / "examples" / "my_policy.py").read_text())
+    tree.body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    assert ast.dump(ast.parse(shown)) == ast.dump(tree)

@@ -73,7 +73,8 @@ def test_results_files_carry_provenance_and_units(tmp_path):
     assert {"python", "numpy", "numba", "hetsched"} <= set(prov["versions"])
     assert doc["units"]["W"].startswith("time units")
     meta = json.loads(pq.read_schema(d / "results.parquet").metadata[b"hetsched"])
-    assert meta["provenance"] == prov and meta["units"] == doc["units"] and meta["status"] == "complete"
+    assert meta["provenance"] == prov and meta["units"] == doc["units"]
+    assert meta["status"] == doc["status"] == 1  # complete, one row unstable
 
 
 def test_reproduce_records_the_command_and_refuses_to_overwrite(tmp_path):
@@ -173,7 +174,7 @@ def test_ctrl_c_writes_partial_results_and_exits_130(tmp_path):
     assert p.returncode == 130, err
     assert "Traceback" not in err
     doc = json.loads((tmp_path / "thesis-table-2.1" / "results.json").read_text())
-    assert doc["status"] == "interrupted" and doc["provenance"]["status"] == "interrupted"
+    assert doc["status"] == 2 and not doc["success"] and doc["provenance"]["status"] == "interrupted"
     assert took < 10, took
 
 
@@ -214,6 +215,14 @@ def _chromium() -> str | None:
 
 
 def test_report_in_a_real_browser(tmp_path):
+    """A paper experiment, a synthetic one, a comparison (with class and machine names) and a simulation in one
+    report, in headless Chromium: no console error, every visible table and every image rendered, every link
+    resolving, a click on a header sorting the comparison's paired differences (so the report's own, hashed
+    script runs under its Content-Security-Policy), nothing requested from outside, no sideways scrolling."""
+    from test_compare_report import _compare_folder, _simulate_folder
+
+    from hetsched.report.html import csp
+
     browser = _chromium()
     if browser is None:
         if os.environ.get("CI"):
@@ -224,42 +233,62 @@ def test_report_in_a_real_browser(tmp_path):
     r = _cli("reproduce", "thesis-2.1-mct", "--quick", "--outdir", str(results))
     assert r.returncode == 0, r.stderr
     _synthetic(results)
+    cmp_dir = _compare_folder(results)
+    assert "two-box" in (cmp_dir / "report.html").read_text()  # compare --outdir's own page
+    _simulate_folder(results)
     report = build_report(results)
+    text = report.read_text()
+    assert "Comparisons on two-box" in text and "Simulations" in text and "Experiments" in text
+    assert "1 (web)" in text and "2 (batch)" in text and "fast-box" in text and "slow-box" in text
+    assert f'content="{csp()}"' in text and text.count("<script>") == 1
     errors: list[str] = []
+    requests: list[str] = []
     with playwright.sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=browser, headless=True, args=["--no-sandbox"])
         page = b.new_page(viewport={"width": 1280, "height": 900})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda q: requests.append(q.url))
         page.goto(report.as_uri())
         page.wait_for_load_state("load")
         assert errors == []
-        tables = page.query_selector_all("table")
-        assert len(tables) >= 3  # index + rows of two experiments
+        tables = [t for t in page.query_selector_all("table") if t.is_visible()]
+        assert len(tables) >= 6  # index, the comparison's tables, the simulation's, two experiments' rows
         for t in tables:
             box = t.bounding_box()
             assert box and box["width"] > 0 and box["height"] > 0
         imgs = page.query_selector_all("img")
-        assert len(imgs) >= 2  # the real experiment's plot and the synthetic one
+        assert len(imgs) >= 5  # the real experiment's plot, the synthetic one, the comparison's three
         for im in imgs:
             im.scroll_into_view_if_needed()
             assert page.evaluate("(e) => e.complete && e.naturalWidth > 0 && e.naturalHeight > 0", im)
             box = im.bounding_box()
             assert box and box["width"] > 0 and box["height"] > 0
         hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
-        assert any(h.startswith("#exp-") for h in hrefs)
+        assert any(h.startswith("#run-") for h in hrefs)
         for h in hrefs:
             if h.startswith("#"):
                 target = h[1:]
                 assert page.query_selector(f'[id="{target}"]') is not None, h
             else:
                 assert (report.parent / h).resolve().exists(), h
-        page.click("a[href='#exp-synthetic-exp']")
-        assert page.evaluate("() => location.hash") == "#exp-synthetic-exp"
+        page.click("a:text('synthetic-exp')")
+        assert page.evaluate("() => location.hash").startswith("#run-")
+        # the comparison's paired differences sort by a click on a header (ascending, then descending)
+        table = page.locator("h4:text('Paired differences of Q') ~ div table").first
+        col = "(t) => Array.from(t.tBodies[0].rows).map(r => r.cells[2].getAttribute('data-v'))"
+        before = table.evaluate(col)
+        table.locator("th", has_text="Q difference").click()
+        asc = table.evaluate(col)
+        assert [float(x) for x in asc] == sorted(float(x) for x in before)
+        table.locator("th", has_text="Q difference").click()
+        assert table.evaluate(col) == asc[::-1]
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         b.close()
     assert (tmp_path / "report.png").stat().st_size > 10_000
     assert errors == []
+    assert all(u.startswith(("file:", "data:")) for u in requests), requests
 
 
 def test_parquet_is_written_for_mixed_columns(tmp_path):

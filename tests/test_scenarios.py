@@ -189,7 +189,7 @@ def test_files_that_are_not_scenarios(tmp_path):
     p.write_bytes(b"id = \"x\"\n\xff\xfe\x00garbage")
     with pytest.raises(ScenarioError, match="bin.toml: not a text file \\(UTF-8\\): byte 9"):
         load(str(p))
-    with pytest.raises(ScenarioError, match="is a directory, not a scenario file"):
+    with pytest.raises(ScenarioError, match="is a folder, not a scenario file"):
         load(str(tmp_path))
     with pytest.raises(ScenarioError, match="no such scenario file"):
         load(str(tmp_path / "missing.toml"))

@@ -1,12 +1,13 @@
 """``hetsched simulate``: the command-line contract of DESIGN.md."""
 
+import importlib
 import json
 
 import pytest
 from typer.testing import CliRunner
 
 from hetsched.cli import app
-from hetsched.sim import MODELS, Model, all_policies, model_for_policy, register_model
+from hetsched.sim import MODELS, Model, model_table, all_policies, model_for_policy
 
 runner = CliRunner()
 
@@ -56,26 +57,28 @@ def test_errors_are_one_line_exit_2(args, match):
 def test_model_registry():
     assert model_for_policy("LPAS-2K").name == "mapping"
     assert set(MODELS["mapping"].policies) <= set(all_policies())
-    with pytest.raises(ValueError):
-        register_model(Model("dup", ("mct",), "Q", "x:y"))
-
-
-def has_two_classes(system):
-    return system.N == 2
+    # one literal table: every entry and warm-up names a function that exists
+    for m in MODELS.values():
+        for path in (m.entry, m.applies, m.warm):
+            if path:
+                mod, _, fn = path.partition(":")
+                assert callable(getattr(importlib.import_module(mod), fn)), path
+    assert {"mapping", "desktop-grid", "decentral", "coalloc"} <= set(MODELS)
+    with pytest.raises(ValueError, match="already belong"):
+        model_table(MODELS["mapping"], Model("dup", ("mct",), "Q", "x:y"))
 
 
 def test_shared_policies_dispatch_by_system():
     from hetsched.scenarios import load
 
-    m = Model("test-shared", ("test-only-policy",), "W", "x:y", shared_policies=("mct",),
-              applies="test_sim_cli:has_two_classes")
-    register_model(m)
-    try:
-        assert model_for_policy("mct", load("2.B")).name == "test-shared"
-        assert model_for_policy("mct", load("2.C1")).name == "mapping"
-        assert model_for_policy("mct").name == "mapping"
-    finally:
-        MODELS.pop("test-shared")
+    assert model_for_policy("mct", load("4.A")).name == "decentral"  # per-machine arrival streams
+    assert model_for_policy("mct", load("2.C1")).name == "mapping"
+    assert model_for_policy("mct").name == "mapping"
+
+
+def test_coalloc_policies_are_refused_on_a_scenario():
+    r = runner.invoke(app, ["simulate", "2.B", "--policy", "local", "--reps", "2", "--horizon", "10"])
+    assert r.exit_code == 2 and "co" in r.output and "not on a scenario" in r.output
 
 
 # ---------------------------------------------------------------- every option has its effect (issue 14)

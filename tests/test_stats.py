@@ -51,3 +51,31 @@ def test_warmup_mean_piecewise():
     v = np.array([0.0, 2.0, 1.0])
     assert warmup_mean(t, v, 0.0, 4.0) == pytest.approx(5.0 / 4.0)
     assert warmup_mean(t, v, 2.0, 4.0) == pytest.approx(3.0 / 2.0)
+
+
+def test_t_quantile_against_scipy_over_every_df_scale():
+    """The plain-Python quantile (no scipy.stats import on the simulate path) against scipy.stats.t.ppf,
+    df = 1 .. 10^6, at the usual levels."""
+    from hetsched.stats import t_quantile
+
+    dfs = np.unique(np.r_[np.arange(1, 41), np.logspace(0, 6, 120).astype(int), 999, 1000, 1001])
+    worst = 0.0
+    for p in (0.6, 0.9, 0.95, 0.975, 0.995, 0.9995):
+        for df in dfs:
+            a, b = t_quantile(p, int(df)), sps.t.ppf(p, int(df))
+            worst = max(worst, abs(a - b) / b)
+            assert t_quantile(1 - p, int(df)) == -a
+    assert worst < 1e-10
+    assert t_quantile(0.5, 7) == 0.0
+    with pytest.raises(ModelError, match="0 < p < 1"):
+        t_quantile(1.0, 3)
+
+
+def test_simulate_path_does_not_import_scipy_stats():
+    import subprocess
+    import sys
+
+    code = ("import sys; import hetsched as hs; from hetsched.stats import t_interval; t_interval([1.0, 2.0, 4.0]);"
+            "from hetsched.sim.mapping import run; run.summarize; print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr[-2000:]

@@ -38,6 +38,9 @@ _LAZY = {
     "mapping_policy": "sim.mapping.policies:mapping_policy",
     "pull_policy": "api:pull_policy",
     "simulate_coalloc": "sim.coalloc:simulate_coalloc",
+    # comparing policies on one system (paired, common random numbers)
+    "compare": "compare.core:compare",
+    "CompareResult": "compare.result:CompareResult",
     # CTMDP (general) and the co-allocation MDP
     "CTMDP": "mdp.ctmdp:CTMDP",
     "build_ctmdp": "mdp.ctmdp:build_ctmdp",

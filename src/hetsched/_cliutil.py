@@ -1,18 +1,20 @@
-"""Shared helpers for command-line modules: argument checks, error handling, output.
+"""Typer glue for command-line modules: argument callbacks, error handling, output.
 
 What a user gets for bad input (docs/input-validation.md): one line on stderr,
 ``error: ...`` naming the option or the file and field with the bad value, and
 exit code 2 -- never a traceback, a hang or a silent wrong answer.
 
-* **Arguments** are checked by the callbacks below before a command runs:
+* **Arguments** are checked by the callbacks below before a command runs; each
+  calls a check of :mod:`hetsched.validation` (where the library's checks and
+  the limits live) and turns its error into click's ``BadParameter``:
   :func:`finite_float` / :func:`positive_float` (NaN and inf refused, ranges),
   :func:`bounded_int` / :func:`nonneg_int` (a stated cap), :func:`seed_int`
   (``[0, 2**63)``), :func:`choice` (case-insensitive, lists the valid names) and
   :func:`regular_file` (no directory, FIFO or device; size cap).
   Use them as ``typer.Option(..., callback=positive_float(max=1e12))``.
-* **Resource limits**: :data:`MAX_REPS`, :data:`MAX_HORIZON`,
-  :func:`check_event_budget` (replications x horizon x event rate) and
-  :func:`check_budget` (states, bytes, ...) refuse a run up front with the estimate.
+* **Resource limits** (:data:`~hetsched.validation.MAX_REPS`, ...,
+  :func:`~hetsched.validation.check_event_budget`) are defined in
+  :mod:`hetsched.validation` and re-exported here for the CLI modules.
 * **Errors**: every command body runs inside :func:`guard`, which turns a
   :class:`~hetsched.errors.HetschedError` into one line and exit 2, and also the
   known resource categories (``MemoryError`` -> "out of memory: ...",
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import sys
 import warnings
@@ -39,18 +40,15 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 import typer
 
 from .errors import HetschedError
+# The checks and limits live in the validation layer (no typer there); CLI modules keep importing
+# them from here as before, so they are re-exported.
+from .validation import (MAX_EVENTS, MAX_HORIZON, MAX_REPS, MAX_WORKERS, SEED_MAX, check_budget,  # noqa: F401
+                         check_choice, check_event_budget, check_file, check_float, check_int, estimated_events)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USAGE = 2
 EXIT_BUG = 70  # EX_SOFTWARE: an exception hetsched does not expect (a bug)
-
-# Resource limits of a run (docs/input-validation.md)
-MAX_REPS = 10_000
-MAX_HORIZON = 1e12
-MAX_WORKERS = 1_024
-MAX_EVENTS = 2e10  # estimated events of one command (about an hour at ~5e6 events/s)
-SEED_MAX = 2**63 - 1
 
 
 def debug() -> bool:
@@ -134,59 +132,6 @@ def _bad(msg: str) -> typer.BadParameter:
     return typer.BadParameter(msg)
 
 
-def check_float(value: Any, name: str, lo: float | None = None, hi: float | None = None, *,
-                lo_open: bool = False, hi_open: bool = False) -> float:
-    """A finite float within ``[lo, hi]`` (open ends with ``lo_open``/``hi_open``); else :class:`HetschedError`."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise HetschedError(f"{name}: expected a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise HetschedError(f"{name}: expected a finite number, got {value!r}")
-    if lo is not None and (v <= lo if lo_open else v < lo) or hi is not None and (v >= hi if hi_open else v > hi):
-        raise HetschedError(f"{name}: must be {_range_text(lo, hi, lo_open, hi_open)}, got {value!r}")
-    return v
-
-
-def check_int(value: Any, name: str, lo: int | None = None, hi: int | None = None) -> int:
-    """An integer within ``[lo, hi]`` (``"1e3"`` and ``3.0`` are read as integers); else :class:`HetschedError`."""
-    v: Any = value
-    if isinstance(v, bool):
-        raise HetschedError(f"{name}: expected an integer, got {value!r}")
-    if isinstance(v, str):
-        s = v.strip()
-        try:
-            v = int(s)
-        except ValueError:
-            try:
-                f = float(s)
-            except ValueError:
-                raise HetschedError(f"{name}: expected an integer, got {value!r}") from None
-            v = f
-    if isinstance(v, float):
-        if not math.isfinite(v) or v != int(v):
-            raise HetschedError(f"{name}: expected an integer, got {value!r}")
-        v = int(v)
-    if not isinstance(v, int):
-        raise HetschedError(f"{name}: expected an integer, got {value!r}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        shown = v if abs(v) < 10**30 else f"an integer of {len(str(abs(v)))} digits"
-        raise HetschedError(f"{name}: must be {_range_text(lo, hi)}, got {shown}")
-    return v
-
-
-def _range_text(lo: Any, hi: Any, lo_open: bool = False, hi_open: bool = False) -> str:
-    def fmt(x: Any) -> str:
-        return f"{x:,}" if isinstance(x, int) else f"{x:g}"
-
-    parts = []
-    if lo is not None:
-        parts.append(f"{'>' if lo_open else '>='} {fmt(lo)}")
-    if hi is not None:
-        parts.append(f"{'<' if hi_open else '<='} {fmt(hi)}")
-    return " and ".join(parts)
-
-
 def _option_name(param: Any) -> str:
     opts = getattr(param, "opts", None) or []
     longest = max(opts, key=len) if opts else getattr(param, "name", "value")
@@ -234,78 +179,15 @@ def seed_int() -> Callable:
     return bounded_int(0, SEED_MAX)
 
 
-def check_choice(value: Any, name: str, names: Sequence[str]) -> str:
-    """``value`` matched case-insensitively against ``names``; the message lists them."""
-    s = str(value).strip().lower()
-    for n in names:
-        if n.lower() == s:
-            return n
-    raise HetschedError(f"{name}: expected one of {', '.join(names)}, got {value!r}")
-
-
 def choice(names: Iterable[str]) -> Callable:
     """Callback: one of ``names`` (case-insensitive), returned in its canonical spelling."""
     names = tuple(names)
     return _callback(lambda v, n: check_choice(v, n, names))
 
 
-def check_file(value: Any, name: str, *, must_exist: bool = True, max_bytes: int | None = None) -> str:
-    """A path to a regular file (not a directory, FIFO or device), readable, at most ``max_bytes``.
-
-    With ``must_exist=False`` a missing file is allowed (it will be created) but its
-    folder must exist. Checks only: nothing is opened, so a FIFO cannot hang it.
-    """
-    import stat as _stat
-
-    s = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
-    if not s or "\x00" in s or len(s) > 4096:
-        raise HetschedError(f"{name}: not a file path: {str(value)[:80]!r}")
-    try:
-        st = os.stat(s)
-    except FileNotFoundError:
-        if must_exist:
-            raise HetschedError(f"{name}: no such file: {s}") from None
-        parent = os.path.dirname(os.path.abspath(s))
-        if not os.path.isdir(parent):
-            raise HetschedError(f"{name}: folder does not exist: {parent}") from None
-        return s
-    except OSError as exc:
-        raise HetschedError(f"{name}: {s[:200]}: {exc.strerror or exc}") from None
-    if _stat.S_ISDIR(st.st_mode):
-        raise HetschedError(f"{name}: {s} is a directory, not a file")
-    if not _stat.S_ISREG(st.st_mode):
-        raise HetschedError(f"{name}: {s} is not a regular file (a pipe or a device?)")
-    if not os.access(s, os.R_OK):
-        raise HetschedError(f"{name}: {s}: permission denied")
-    if max_bytes is not None and st.st_size > max_bytes:
-        raise HetschedError(f"{name}: {s} is {st.st_size:,} bytes, over the limit of {max_bytes:,}")
-    return s
-
-
 def regular_file(*, must_exist: bool = True, max_bytes: int | None = None) -> Callable:
     """Callback: :func:`check_file` (e.g. ``--swf``, ``--journal``)."""
     return _callback(lambda v, n: check_file(v, n, must_exist=must_exist, max_bytes=max_bytes))
-
-
-def check_budget(amount: float, limit: float, what: str, unit: str) -> None:
-    """Refuse up front when an estimated ``amount`` of ``unit`` (states, bytes, jobs) exceeds ``limit``."""
-    if not math.isfinite(amount) or amount > limit:
-        raise HetschedError(f"{what}: about {amount:.3g} {unit} estimated, over the limit of {limit:.3g} "
-                            "(limits: docs/input-validation.md)")
-
-
-def check_event_budget(events: float, what: str, limit: float = MAX_EVENTS) -> None:
-    """Refuse a run whose estimated number of events exceeds ``limit`` (message gives the estimate)."""
-    if not math.isfinite(events) or events > limit:
-        raise HetschedError(
-            f"{what}: about {events:.3g} events estimated, over the limit of {limit:.3g} "
-            "(lower --reps or --horizon; limits: docs/input-validation.md)"
-        )
-
-
-def estimated_events(total_rate: float, horizon: float, reps: int) -> float:
-    """Events of ``reps`` replications of ``horizon`` time units: 2 per task (arrival, completion)."""
-    return 2.0 * float(total_rate) * float(horizon) * int(reps)
 
 
 # ---------------------------------------------------------------------------
@@ -418,9 +300,9 @@ def run(app: Any, argv: Sequence[str] | None = None) -> int:
 
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as JSON (numpy values converted, NaN/inf as null)."""
-    from .experiments import _jsonable
+    from .results import jsonable  # here, not at the top: it imports numpy, which `--help` does not need
 
-    typer.echo(json.dumps(_jsonable(obj), indent=2))
+    typer.echo(json.dumps(jsonable(obj), indent=2))
 
 
 def stdout_is_tty() -> bool:

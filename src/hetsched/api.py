@@ -116,13 +116,11 @@ def simulate(system, policy, *, reps: int = 30, horizon: float | None = None, se
     from .sim import MODELS, model_for_policy
 
     sysm = _system(system)
+    check_run(sysm, reps, horizon, backend, scheduler, trace=options.get("trace") is not None)
     if tie is not None:
         options["tie"] = tie
     model_name = getattr(policy, "__hetsched_model__", None)
     if model_name is not None:
-        from .sim import _discover
-
-        _discover()
         if model_name not in MODELS:
             raise ModelError(f"policy {policy!r} belongs to model {model_name!r}, which is not available")
         model = MODELS[model_name]
@@ -147,11 +145,38 @@ def simulate(system, policy, *, reps: int = 30, horizon: float | None = None, se
     return res
 
 
+#: the limits of ``hetsched simulate`` (the command line's --reps, --horizon and event budget), for the API too
+MAX_REPS = 10_000
+MAX_HORIZON = 1e12
+MAX_EVENTS = 2e10
+
+
+def check_run(system, reps, horizon, backend: str = "local", scheduler=None, *, trace: bool = False) -> None:
+    """The command line's checks of a run, for the API: the same limits, the project's own errors, messages that
+    name the argument and the value as ``hetsched simulate`` does. (A trace replay's ``reps`` are windows of the
+    log: the model checks them against its length.)"""
+    import math
+    import numbers
+
+    if isinstance(reps, bool) or not isinstance(reps, numbers.Integral):
+        raise ModelError(f"reps: expected an integer, got {reps!r}")
+    if not trace and not 1 <= reps <= MAX_REPS:
+        shown = reps if abs(reps) < 10**30 else f"an integer of {len(str(abs(int(reps))))} digits"
+        raise ModelError(f"reps: must be >= 1 and <= {MAX_REPS:,}, got {shown}")
+    if horizon is not None and not trace:
+        if isinstance(horizon, bool) or not isinstance(horizon, numbers.Real) or not math.isfinite(horizon) \
+                or not 0 < horizon <= MAX_HORIZON:
+            raise ModelError(f"horizon: must be > 0 and <= {MAX_HORIZON:g}, got {horizon!r}")
+        events = 2.0 * float(system.alpha_array.sum()) * float(horizon) * int(reps)
+        if not math.isfinite(events) or events > MAX_EVENTS:
+            raise ModelError(f"reps {reps} x horizon {horizon:g}: about {events:.3g} events estimated, over the "
+                             f"limit of {MAX_EVENTS:.3g} (lower reps or horizon; limits: docs/input-validation.md)")
+    if scheduler is not None and backend != "dask":
+        raise ModelError(f"scheduler {scheduler!r} applies only with backend 'dask' (--backend dask)")
+
+
 def pull_policy(*args, **kwargs):
-    """Decorator for a user-written pull policy of the desktop grid (from :mod:`hetsched.policies.pull`)."""
-    try:
-        from .policies.pull import pull_policy as _pull
-    except ImportError as exc:  # the desktop-grid model provides it
-        raise ModelError("pull policies need hetsched.policies.pull (the desktop-grid model), which is not "
-                         "installed in this version") from exc
+    """Decorator for a user-written pull policy of the desktop grid (:func:`hetsched.policies.pull.pull_policy`)."""
+    from .policies.pull import pull_policy as _pull
+
     return _pull(*args, **kwargs)

@@ -1,4 +1,4 @@
-"""The ``hetsched`` command (contract: ``../shared/DESIGN.md``).
+"""The ``hetsched`` command (the command-line contract is listed in ``docs/architecture.md``).
 
 The core commands (``scenarios``, ``lp``, ``reproduce``) live here; each engine
 package adds its own commands through a ``register(app)`` function in its
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperCommand
 
 from ._cliutil import MAX_WORKERS, bounded_int, choice, emit_json, guard, run, seed_int
 
@@ -34,6 +35,7 @@ _ENGINE_CLIS = (
     "hetsched.dispatch.cli",
     "hetsched.plot.cli",
     "hetsched.traces.cli",
+    "hetsched.compare.cli",
 )
 
 
@@ -84,14 +86,24 @@ def lp_cmd(
     system = load(scenario, arrivals=arrivals, case=case)
     res = allocation_lp(system, solution=solution, grouped=not ungrouped).raise_for_status()
     if json_out:
-        emit_json(res.as_dict())
+        typer.echo(res.to_json())  # large lists on one line each, by the C encoder
     else:
         from .report.tables import print_lp
 
         print_lp(system, res)
 
 
-@app.command("reproduce")
+class _ReproduceCommand(TyperCommand):
+    """``reproduce --help`` ends with the experiment ids (the registry is read only when help is shown)."""
+
+    def format_help(self, ctx, formatter) -> None:  # noqa: ANN001 - click's signature
+        from . import experiments
+
+        self.epilog = "Experiment ids: " + ", ".join(experiments.registry()) + "."
+        super().format_help(ctx, formatter)
+
+
+@app.command("reproduce", cls=_ReproduceCommand)
 @guard
 def reproduce_cmd(
     exp_id: Optional[str] = typer.Argument(None, help="Experiment id (see --list)."),
@@ -144,11 +156,12 @@ def reproduce_cmd(
     except KeyboardInterrupt:
         tracker.close()
         result = experiments.ExperimentResult(
-            id=exp.id, rows=tracker.rows, status="interrupted",
+            id=exp.id, rows=tracker.rows, status=experiments.core.INTERRUPTED,
             table=f"{exp.title}: interrupted after {len(tracker.rows)} finished rows",
-            notes=["interrupted (Ctrl-C): only the rows finished before the interrupt are here"])
+            notes=["interrupted (Ctrl-C): only the rows finished before the interrupt are here"],
+            seconds=prov.elapsed())
         result.provenance = prov.finish("interrupted").as_dict()
-        written = experiments.write_results(result, out)
+        result.write(out)
         typer.echo(f"interrupted: {len(tracker.rows)} finished rows written to {out}", err=True)
         raise typer.Exit(130)
     finally:
@@ -156,10 +169,11 @@ def reproduce_cmd(
     for key in ("reps", "horizon"):
         if getattr(prov, key) is None and isinstance(result.meta.get(key), (int, float)):
             setattr(prov, key, result.meta[key])
-    result.provenance = prov.finish(result.status).as_dict()
-    written = experiments.write_results(result, out)
+    result.provenance = prov.finish("interrupted" if result.status == experiments.core.INTERRUPTED
+                                    else "complete").as_dict()
+    written = result.write(out)
     if json_out:
-        emit_json(result.to_json())
+        emit_json(result.as_dict())
     else:
         typer.echo(result.table)
         for n in result.notes:
@@ -170,26 +184,56 @@ def reproduce_cmd(
 @app.command("report")
 @guard
 def report_cmd(
-    results_dir: Path = typer.Argument(Path("results"), help="Folder holding the results of `hetsched reproduce` (one sub-folder per experiment)."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file to write (default RESULTS_DIR/report.html)."),
+    results_dir: Optional[list[Path]] = typer.Argument(None, help="Results folders (default: results): a folder of "
+                                                       "`hetsched reproduce` results, or the --outdir of "
+                                                       "`hetsched compare` / `hetsched simulate`; several allowed."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file to write (default report.html in the first folder)."),
     force: bool = typer.Option(False, "--force", help="Replace OUTPUT even if hetsched did not write it."),
 ) -> None:
-    """Write one self-contained HTML report of every result: tables beside the papers' values, plots, provenance."""
+    """Write one self-contained HTML report of any results: experiments, comparisons, simulations."""
     from .report.html import build_report
 
-    path = build_report(results_dir, output, force=force)
+    skipped: list = []
+    path = build_report(results_dir or [Path("results")], output, force=force, skipped=skipped)
+    for s in skipped:
+        typer.echo(f"skipped {s}", err=True)
     typer.echo(f"report: {path}")
+
+
+@app.command("warmup")
+@guard
+def warmup_cmd(
+    list_: bool = typer.Option(False, "--list", help="List the models whose kernels would be compiled, and the cache folder; compile nothing."),
+    clear: bool = typer.Option(False, "--clear", help="Delete the cached kernels first (then compile them again)."),
+) -> None:
+    """Compile every built-in simulation kernel into the on-disk cache, so that first runs start at once.
+
+    The cache is $HETSCHED_CACHE_DIR, else $XDG_CACHE_HOME/hetsched, else
+    ~/.cache/hetsched; a user-written policy is added to it the first time it
+    runs. An unusable cache is reported in one warning; runs then compile in memory.
+    """
+    import time
+
+    from .sim import MODELS, warm_up_all
+    from .sim.core.kernels import cache_dir, clear_cache
+
+    where = cache_dir()
+    typer.echo(f"kernel cache: {where if where is not None else '(none: no home directory)'}")
+    if list_:
+        for m in MODELS.values():
+            if m.warm:
+                typer.echo(f"  {m.name}: {', '.join(m.policies)}")
+        return
+    if clear:
+        typer.echo(f"removed {clear_cache()} cached files")
+    t0, c0 = time.perf_counter(), time.process_time()
+    done = warm_up_all(progress=lambda text: typer.echo(f"  {text}"))
+    typer.echo(f"warm: {', '.join(done)} in {time.perf_counter() - t0:.1f} s ({time.process_time() - c0:.1f} CPU-s)")
 
 
 def _register_engines() -> None:
     for modname in _ENGINE_CLIS:
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as exc:
-            if exc.name and modname.startswith(exc.name):  # that engine is not built yet
-                continue
-            raise
-        mod.register(app)
+        importlib.import_module(modname).register(app)
 
 
 _register_engines()

@@ -89,6 +89,10 @@ class Provenance:
     status: str = "running"
     _t0: float = field(default=0.0, repr=False)
 
+    def elapsed(self) -> float:
+        """Seconds since :func:`start`."""
+        return time.perf_counter() - self._t0
+
     def finish(self, status: str = "complete") -> "Provenance":
         """Record the duration and the final status (``complete`` or ``interrupted``)."""
         self.duration_seconds = round(time.perf_counter() - self._t0, 3)

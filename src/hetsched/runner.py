@@ -31,7 +31,8 @@ Design notes (why it looks like this):
   every job before waiting for any, so a pool or cluster never idles at the
   end of one cell while others wait; each job keeps its own seed, chunks
   and (on Dask) its own scattered ``params``.
-* **Progress bar** (rich, on stderr) appears only when the call has lasted more
+* **Progress bar** (:class:`hetsched.progress.Progress`, the project's one
+  progress mechanism) appears on a terminal only when the call has lasted more
   than a second and ``progress`` is true.
 """
 
@@ -52,10 +53,11 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from .errors import HetschedError, ModelError
-from .sim.core.seeds import seed_sequence
+from .progress import Progress
+from .seeds import seed_sequence
 
 __all__ = ["replicate", "replicate_many", "Job", "Planned", "Batch", "default_workers", "shutdown_pools",
-           "dask_client", "check_scheduler"]
+           "dask_client", "check_scheduler", "check_run", "quiet_dask"]
 
 _BACKENDS = ("local", "dask")
 _POOLS: dict[int, ProcessPoolExecutor] = {}
@@ -113,39 +115,6 @@ def _run_one(fn: Callable, ss: np.random.SeedSequence, params: dict):
     return r, time.perf_counter() - t0
 
 
-class _Progress:
-    """A rich progress bar that only shows up after ``delay`` seconds."""
-
-    def __init__(self, total: int, label: str, enabled: bool, delay: float = 1.0):
-        self.total, self.label, self.enabled, self.delay = total, label, enabled, delay
-        self.t0 = time.perf_counter()
-        self.done = 0
-        self._bar = None
-        self._task = None
-
-    def update(self, n: int = 0) -> None:
-        self.done += n
-        if not self.enabled:
-            return
-        if self._bar is None and time.perf_counter() - self.t0 > self.delay and self.done < self.total:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                console=Console(stderr=True), transient=True,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task(self.label or "replications", total=self.total)
-        if self._bar is not None:
-            self._bar.update(self._task, completed=self.done)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-
-
 @dataclass(frozen=True)
 class Job:
     """The replications of one run: ``fn(SeedSequence(seed).spawn(reps)[r], params)`` for ``r < reps``.
@@ -199,7 +168,9 @@ def _check_job(reps: int, seed: Any) -> None:
     seed_sequence(seed)  # the one seed normaliser: raises ModelError naming a bad seed
 
 
-def _check(reps: int, seed: int, workers: int | None, backend: str, scheduler: str | None) -> int:
+def check_run(reps: int, seed: Any, workers: int | None, backend: str, scheduler: str | None) -> int:
+    """Check a run's ``reps``, ``seed``, ``workers``, ``backend`` and ``scheduler`` (:class:`ModelError`
+    naming the bad one); return the number of worker processes it will use (at most ``reps``)."""
     _check_job(reps, seed)
     return int(min(_check_backend(workers, backend, scheduler), reps))
 
@@ -226,6 +197,18 @@ def check_scheduler(address: str, timeout: float = 3.0) -> None:
     except OSError as exc:
         raise HetschedError(f"--scheduler: cannot reach the Dask scheduler at {text!r}: "
                             f"{exc.strerror or exc}") from None
+
+
+def quiet_dask() -> None:
+    """Silence distributed's loggers and its port warnings (they would precede hetsched's own messages)."""
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+    warnings.filterwarnings("ignore", module=r"distributed\..*", category=UserWarning)
+    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
+                 "distributed.core", "distributed.http.proxy", "distributed.deploy"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def dask_client(scheduler: str):
@@ -266,7 +249,7 @@ def replicate(
     reps : int
         Number of independent replications ``R``.
     seed : int or SeedSequence
-        Root seed (normalised by :func:`hetsched.sim.core.seeds.seed_sequence`);
+        Root seed (normalised by :func:`hetsched.seeds.seed_sequence`);
         replication ``r`` receives ``SeedSequence(seed).spawn(reps)[r]``.
     workers : int, optional
         Local worker processes (default: the cores available). ``1`` runs
@@ -284,7 +267,7 @@ def replicate(
     list of dict
         One result per replication, in replication order.
     """
-    _check(reps, seed, workers, backend, scheduler)
+    check_run(reps, seed, workers, backend, scheduler)
     return replicate_many([Job(fn, params, int(reps), seed, label)], workers=workers, backend=backend,
                           scheduler=scheduler, progress=progress, label=label)[0]
 
@@ -332,7 +315,7 @@ def replicate_many(
     total = sum(int(job.reps) for job in jobs)
     n_workers = min(n_workers, max(total, 1))
     children = [seed_sequence(job.seed).spawn(int(job.reps)) for job in jobs]
-    bar = _Progress(total, label, progress)
+    bar = Progress(label or "replications", total, enabled=progress, delay=1.0)
     results: list[list[Any]] = [[None] * int(job.reps) for job in jobs]
     seconds = [0.0] * len(jobs)
     left = [int(job.reps) for job in jobs]
@@ -341,7 +324,7 @@ def replicate_many(
         results[j][i] = r
         seconds[j] += dt
         left[j] -= 1
-        bar.update(1)
+        bar.advance(1)
         if left[j] == 0 and on_done is not None:
             on_done(j, results[j], seconds[j])
 
@@ -392,7 +375,7 @@ def _many_pool(jobs, children, n_workers, record, bar) -> None:
                 j = futures[f]
                 for i, r, dt in f.result():
                     record(j, i, r, dt)
-            bar.update(0)
+            bar.advance(0)
     except BaseException:
         for f in pending:
             f.cancel()
@@ -435,7 +418,7 @@ class Batch:
     once, then ``cell.result`` is what the model's ``simulate`` would have
     returned for that cell alone (bit-identical numbers; ``wall_seconds`` is
     the compute time of the cell's replications, summed over workers).
-    With a ``tracker`` (:class:`hetsched.experiments.Tracker`) the batch
+    With a ``tracker`` (:class:`hetsched.experiments.progress.Tracker`) the batch
     announces its cells and reports each as it finishes (``row(result)``
     gives the rows kept for an interrupted run).
     """

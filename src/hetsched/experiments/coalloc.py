@@ -84,7 +84,7 @@ _PARAMS = (
 
 
 def _check_budget(st: dict[str, Any], n_points: int) -> None:
-    from .._cliutil import check_event_budget
+    from ..validation import check_event_budget
 
     # ~2 events per job; 3 policies per point
     check_event_budget(2.0 * st["reps"] * st["completions"] * 3 * n_points,

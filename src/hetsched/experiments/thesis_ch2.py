@@ -9,14 +9,19 @@
   LPAS and Guided-LPAS (``C_ij = 1``, §2.4), with how often condition (iii) binds.
 
 An unstable configuration is printed as ``unstable`` (the untrusted time
-average in parentheses); its row has ``unstable = true`` and no ``Qbar``.
+average in parentheses); its row (:mod:`.rows`) has ``stable = false``, no
+``Qbar`` and the number in ``value_untrusted``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register, sizes
+from .catalog import register
+from .cluster import batch
+from .core import Experiment, ExperimentResult, RunOptions
+from .params import HORIZON, REPS, Param, sizes
+from .rows import sim_metric
 
 # k-bar per system for the KPB column of Table 2.1 (the thesis does not print
 # all of them). The smallest value found stable in 4 x 20,000 runs, or the
@@ -29,6 +34,25 @@ KPB_KBAR: dict[str, int] = {
     "2.G": 4, "2.H": 5, "2.I1": 14, "2.I2": 14,
 }
 TABLE_21_SYSTEMS = tuple(KPB_KBAR)
+
+
+def kpb_capacity(system, k: int) -> float:
+    """lambda* of the allocation LP restricted to what KPB may use: class ``i`` only on its
+    ``k`` fastest machines (equal rates: lower index first, as the KPB policy). Below 1, KPB
+    with that ``k`` cannot keep the system stable (no allocation within its choices can)."""
+    import numpy as np
+
+    from ..lp import allocation_lp
+    from ..system import System
+
+    mu = np.asarray(system.mu, dtype=float)
+    N, M = mu.shape
+    mask = np.zeros((N, M), bool)
+    for i in range(N):
+        order = sorted((j for j in range(M) if mu[i, j] > 0), key=lambda j: (-mu[i, j], j))
+        mask[i, order[:k]] = True
+    restricted = System.from_arrays(alpha=system.alpha_array, mu=np.where(mask, mu, 0.0))
+    return float(allocation_lp(restricted).lam)
 
 
 def _sizes(opts: RunOptions, sids, n_policies: int) -> tuple[int, float]:
@@ -46,22 +70,14 @@ def _cell(res) -> str:
 
 
 def _row(system_id: str, heuristic: str, res, k: int | None = None, **more: Any) -> dict:
-    row = {
-        "system": system_id,
-        "heuristic": heuristic,
-        "k": k,
-        "Qbar": None if res.unstable else res.mean,
-        "ci_low": None if res.unstable else res.ci[0],
-        "ci_high": None if res.unstable else res.ci[1],
-        "rel_half_width": None if res.unstable else res.rel_half_width,
-        "unstable": res.unstable,
-        "Qbar_untrusted": res.mean_untrusted if res.unstable else None,
+    row = sim_metric({"system": system_id, "heuristic": heuristic, "k": k}, "Qbar", res)
+    row.update({
         "Ns": res.contacted,
         "reps": res.reps,
         "horizon": res.horizon,
         "events": res.events,
         "wall_seconds": res.wall_seconds,
-    }
+    })
     row.update(more)
     return row
 
@@ -90,7 +106,7 @@ def _plot(rows: list[dict], path, title: str, group_key: str = "system") -> None
             for r in rows:
                 if r[group_key] == g and r["heuristic"].split(" ")[0] == h:
                     x = g_i + (h_i - (len(heur) - 1) / 2) * width
-                    if r["unstable"]:
+                    if not r["stable"]:
                         xs_u.append(x)
                     else:
                         xs.append(x)
@@ -113,9 +129,15 @@ def _plot(rows: list[dict], path, title: str, group_key: str = "system") -> None
 
 # --------------------------------------------------------------------------- Table 2.1
 def run_table_21(opts: RunOptions) -> ExperimentResult:
+    from ..errors import HetschedError
+    from ..lp import allocation_lp
     from ..scenarios import load
 
     systems = opts.extra.get("systems", TABLE_21_SYSTEMS)
+    kbar = {sid: int(opts.extra.get("kbar", KPB_KBAR[sid])) for sid in systems}
+    for sid in systems:
+        if kbar[sid] > load(sid).M:
+            raise HetschedError(f"--set kbar: {kbar[sid]} exceeds the {load(sid).M} machines of System {sid}")
     reps, horizon = _sizes(opts, systems, 3)
     rows = []
     lines = [
@@ -126,29 +148,34 @@ def run_table_21(opts: RunOptions) -> ExperimentResult:
     cells = {}
     for sid in systems:  # plan every cell, then run all cells x replications at once
         system = load(sid)
-        k = KPB_KBAR[sid]
+        k = kbar[sid]
         cells[sid] = (b.add(_plan(system, "mct", reps, horizon, opts), lambda r, s=sid: _row(s, "MCT", r)),
                       b.add(_plan(system, "kpb", reps, horizon, opts, k=k), lambda r, s=sid, k=k: _row(s, "KPB", r, k=k)),
                       b.add(_plan(system, "lpas", reps, horizon, opts), lambda r, s=sid: _row(s, "LPAS", r)))
     b.run()
     for sid in systems:
-        k = KPB_KBAR[sid]
+        k = kbar[sid]
         mct, kpb, lpas = (c.result for c in cells[sid])
-        rows += [_row(sid, "MCT", mct), _row(sid, "KPB", kpb, k=k), _row(sid, "LPAS", lpas)]
+        system = load(sid)
+        lam = allocation_lp(system).lam  # capacity: what any policy can carry; KPB's within its k choices
+        rows += [_row(sid, "MCT", mct, lambda_star=lam), _row(sid, "KPB", kpb, k=k, lambda_star=lam,
+                                                               lambda_kpb=kpb_capacity(system, k)),
+                 _row(sid, "LPAS", lpas, lambda_star=lam)]
         lines.append(f"{sid:8s} {_cell(mct):>24s} {_cell(kpb) + f' (k={k})':>30s} {_cell(lpas):>24s}")
     opts.outdir.mkdir(parents=True, exist_ok=True)
     fig = opts.outdir / "table-2.1.png"
     _plot(rows, fig, "Table 2.1: Qbar under MCT, KPB, LPAS (x = unstable)")
     notes = [
         "KPB uses one k-bar per system (column k): "
-        + ", ".join(f"{s} {k}" for s, k in KPB_KBAR.items() if s in systems)
+        + ", ".join(f"{s} {k}" for s, k in kbar.items())
         + " (smallest stable or the value named in the text; see docs/simulation.md).",
         "'unstable (x?)': the number in system grew through the run (or hit the bound); x is not a steady-state value.",
         "Ties between machines with equal expected completion time: uniformly random among the tied machines "
         "(the default; --tie lowest|highest in `hetsched simulate`).",
     ]
     return ExperimentResult("thesis-table-2.1", rows, "\n".join(lines), [fig], notes,
-                            {"reps": reps, "horizon": horizon, "seed": opts.seed, "kbar": KPB_KBAR})
+                            {"reps": reps, "horizon": horizon, "seed": opts.seed, "kbar": kbar},
+                            keys=("system", "heuristic"))
 
 
 # --------------------------------------------------------------------------- Table 2.6
@@ -222,7 +249,9 @@ def run_mct_instability(opts: RunOptions) -> ExperimentResult:
 register(Experiment("thesis-table-2.1", "Comparison of the mapping heuristics (MCT, KPB, LPAS) on Systems 2.A-2.I2",
                     "Al-Azzoni thesis, Table 2.1 (§2.2.2)", run_table_21,
                     params=(REPS, HORIZON, Param("systems", "strs", "systems of Table 2.1 to run",
-                                                  choices=TABLE_21_SYSTEMS))))
+                                                  choices=TABLE_21_SYSTEMS),
+                            Param("kbar", "int", "KPB k-bar for every system run (default: one per system, "
+                                  "see KPB_KBAR)", 1, 1_000_000))))
 register(Experiment("thesis-table-2.6", "LPAS-related heuristics on System 2.C2 with the state-information discount",
                     "Al-Azzoni thesis, Table 2.6 (§2.3.2)", run_table_26, params=(REPS, HORIZON)))
 register(Experiment("thesis-2.1-mct", "MCT instability (Sharifnia's system) and Guided-LPAS",

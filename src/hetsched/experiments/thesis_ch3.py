@@ -10,11 +10,16 @@ short horizon.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register, sizes
+from .catalog import register
+from .cluster import batch
+from .core import Experiment, ExperimentResult, RunOptions
+from .params import HORIZON, REPS, Param, sizes
+from .rows import metric
 
 THESIS_REPS = 30
 THESIS_HORIZON = 20_000.0
@@ -71,24 +76,36 @@ def _pc_mean(pc: dict) -> float:
 
 
 def _summary(res) -> dict:
-    nan = float("nan")
     return {"policy": res.policy, "mean": res.mean_untrusted if res.unstable else res.mean, "accuracy": res.rel_half_width, "unstable": res.unstable,
-            "reps": res.reps, "message": res.message,
+            "reps": res.reps, "message": res.message, "ci": res.ci,
             "per_class": [{"class": pc["class"], "mean": _pc_mean(pc)}
                           for pc in res.per_class]}
 
 
-def _row(label: dict, s: dict, w_ref: float | None) -> dict:
+def _row(label: dict, s: dict, w_ref: float | None, *, ref_stable: bool = True,
+         printed: float | None = None) -> tuple[dict, dict]:
+    """``(row, shown)``: the row of the results (:mod:`.rows`: an unstable row's ``W``, ``acc``,
+    ``Delta`` and per-class means are null, its number in ``value_untrusted``) and the values the
+    table prints (an unstable row's numbers, marked ``!``)."""
+    shown = dict(label)
+    shown["policy"] = s["policy"]
+    shown["W"] = s["mean"]
+    shown["acc"] = 100 * s["accuracy"]  # percent, as the thesis prints it (one convention with Delta)
+    shown["Delta"] = (w_ref - s["mean"]) / w_ref * 100 if w_ref else (0.0 if w_ref is None else float("nan"))
+    for pc in s["per_class"]:
+        shown[f"W_{pc['class']}"] = pc["mean"]
+    shown["unstable"] = s["unstable"]
+    shown["reps"] = s["reps"]
+    ok = not s["unstable"]
     row = dict(label)
     row["policy"] = s["policy"]
-    row["W"] = s["mean"]
-    row["acc"] = 100 * s["accuracy"]  # percent, as the thesis prints it (one convention with Delta)
-    row["Delta"] = (w_ref - s["mean"]) / w_ref * 100 if w_ref else (0.0 if w_ref is None else float("nan"))
+    metric(row, "W", s["mean"], ci=s["ci"], rel_half_width=s["accuracy"], stable=ok, printed=printed)
+    row["acc"] = shown["acc"] if ok and math.isfinite(shown["acc"]) else None
+    row["Delta"] = shown["Delta"] if ok and ref_stable and math.isfinite(shown["Delta"]) else None
     for pc in s["per_class"]:
-        row[f"W_{pc['class']}"] = pc["mean"]
-    row["unstable"] = s["unstable"]
+        row[f"W_{pc['class']}"] = pc["mean"] if ok else None
     row["reps"] = s["reps"]
-    return row
+    return row, shown
 
 
 def _fmt_table(title: str, rows: list[dict], keys: list[str]) -> str:
@@ -123,7 +140,7 @@ def _bar_plot(rows: list[dict], keys: list[str], path, title: str) -> None:
     for k, p in enumerate(pols):
         ys = []
         for lab in labels:
-            v = [r["W"] for r in rows if r["policy"] == p and "/".join(str(r[q]) for q in keys) == lab and not r["unstable"]]
+            v = [r["W"] for r in rows if r["policy"] == p and "/".join(str(r[q]) for q in keys) == lab and r["stable"]]
             ys.append(v[0] if v else np.nan)
         ax.bar(np.arange(len(labels)) + k * width, ys, width, label=p)
     ax.set_xticks(np.arange(len(labels)) + width * (len(pols) - 1) / 2)
@@ -138,12 +155,13 @@ def _bar_plot(rows: list[dict], keys: list[str], path, title: str) -> None:
 
 
 def _policy_table(exp_id: str, title: str, configs: list[dict], policies: list[str], opts: RunOptions,
-                  keys: list[str], model_for=None, **cfg_kw) -> ExperimentResult:
+                  keys: list[str], model_for=None, printed=None, **cfg_kw) -> ExperimentResult:
+    """``printed(cfg, policy)``: the paper's W for that row, or None."""
     from ..scenarios import load
 
     runs = [(c["scenario"], c.get("arrivals"), c.get("case"), len(set(policies) | {"gcmu"})) for c in configs]
     reps, horizon = _cfg(opts, runs=runs, **cfg_kw)
-    rows = []
+    rows, shown = [], []
     order = ["gcmu"] + [q for q in policies if q != "gcmu"]
     cells = _Cells(opts, exp_id)
     for n, cfg in enumerate(configs):
@@ -156,12 +174,14 @@ def _policy_table(exp_id: str, title: str, configs: list[dict], policies: list[s
         w_ref = res["gcmu"]["mean"] if not res["gcmu"]["unstable"] else float("nan")
         label = {k: cfg.get(k) for k in keys}
         for p in policies:
-            rows.append(_row(label, res[p], w_ref))
+            row, sh = _row(label, res[p], w_ref, printed=printed(cfg, p) if printed else None)
+            rows.append(row)
+            shown.append(sh)
     figs = [opts.outdir / "W.png"]
     _bar_plot(rows, keys, figs[0], title)
-    table = _fmt_table(f"{title}  [{reps} reps x {horizon:g} time units]", rows, keys)
+    table = _fmt_table(f"{title}  [{reps} reps x {horizon:g} time units]", shown, keys)
     return ExperimentResult(exp_id, rows, table, figs, notes=[f"{reps} replications of {horizon:g} time units"],
-                            meta={"reps": reps, "horizon": horizon})
+                            meta={"reps": reps, "horizon": horizon}, keys=tuple(keys) + ("policy",))
 
 
 def _cases(scenario: str, arr_cases: dict[str, list[int]]) -> list[dict]:
@@ -183,7 +203,7 @@ def _make_table(num: str):
 
     def run(opts: RunOptions) -> ExperimentResult:
         return _policy_table(f"thesis-table-{num}", f"Table {num}: System {sid}", _cases(sid, ac), _P3, opts,
-                             ["arrivals", "case"])
+                             ["arrivals", "case"], printed=lambda cfg, p: _printed(num, cfg, p))
 
     return run
 
@@ -193,15 +213,34 @@ for _num, (_sid, _) in _SYS.items():
                         f"Al-Azzoni thesis §3.4, Table {_num}", _make_table(_num), params=_PARAMS))
 
 
+#: how Table 3.11's hyperexponential up/down times (mean and SCV 5 given) are completed
+H2_FORMS = ("balanced", "gamma", "fixed-p")
+
+
 def _table_3_11(opts: RunOptions) -> ExperimentResult:
-    configs = [{"scenario": "3.A-dist", "case": c, "dist": d, "model": {"exec_dist": d}}
-               for d in ("exp", "hyperexp", "det") for c in (1, 2, 3)]
-    return _policy_table("thesis-table-3.11", "Table 3.11: System 3.A, other distributions", configs, _P3, opts,
-                         ["dist", "case"])
+    h2 = {"h2_form": str(opts.extra.get("h2", "balanced")), "h2_p": float(opts.extra.get("h2_p", 0.1))}
+    dists = [d for d in ("exp", "hyperexp", "det") if d in opts.extra.get("dists", ("exp", "hyperexp", "det"))]
+    cases = [c for c in (1, 2, 3) if c in opts.extra.get("cases", (1, 2, 3))]
+    configs = [{"scenario": "3.A-dist", "case": c, "dist": d, "model": {"exec_dist": d, **h2}}
+               for d in dists for c in cases]
+    r = _policy_table("thesis-table-3.11", "Table 3.11: System 3.A, other distributions", configs, _P3, opts,
+                      ["dist", "case"], printed=lambda cfg, p: _printed("3.11", cfg, p))
+    if "h2" in opts.extra or "h2_p" in opts.extra:
+        r.notes.append(f"hyperexponential up/down times (SCV 5) completed by h2={h2['h2_form']}"
+                       + (f" (p = {h2['h2_p']:g})" if h2["h2_form"] == "fixed-p" else ""))
+    r.meta.update(h2)
+    return r
 
 
 register(Experiment("thesis-table-3.11", "System 3.A with hyperexponential up/down times and 3 execution-time families",
-                    "Al-Azzoni thesis §3.4.2, Table 3.11", _table_3_11, params=_PARAMS))
+                    "Al-Azzoni thesis §3.4.2, Table 3.11", _table_3_11,
+                    params=(*_PARAMS,
+                            Param("h2", "str", "how the SCV-5 hyperexponential up/down times are completed: balanced "
+                                  "means (default), gamma third moment, or fixed-p", choices=H2_FORMS),
+                            Param("h2_p", "float", "h2=fixed-p: probability of the long phase, in (0, 1/3)", 0.0,
+                                  0.3333, lo_open=True),
+                            Param("cases", "ints", "cases to run (1, 2, 3)", 1, 3),
+                            Param("dists", "strs", "execution-time families to run", choices=("exp", "hyperexp", "det")))))
 
 
 def _table_3_12(opts: RunOptions) -> ExperimentResult:
@@ -257,10 +296,12 @@ def _fig_3_4(opts: RunOptions) -> ExperimentResult:
             cells.add((I, p), system, p, reps, horizon, inaccuracy=I)
     cells.run()
     g = cells.get(("gcmu",))
-    rows = []
+    rows, shown = [], []
     for I in levels:
         for p in ("lpas-dg", "lpas-dg-robust"):
-            rows.append(_row({"I": I}, cells.get((I, p)), g["mean"]))
+            row, sh = _row({"I": I}, cells.get((I, p)), g["mean"], ref_stable=not g["unstable"])
+            rows.append(row)
+            shown.append(sh)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -280,8 +321,9 @@ def _fig_3_4(opts: RunOptions) -> ExperimentResult:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-    table = _fmt_table(f"Figure 3.4: System 3.H, Gcmu W = {g['mean']:.4f}  [{reps} reps x {horizon:g}]", rows, ["I"])
-    return ExperimentResult("thesis-fig-3.4", rows, table, [path], meta={"reps": reps, "horizon": horizon})
+    table = _fmt_table(f"Figure 3.4: System 3.H, Gcmu W = {g['mean']:.4f}  [{reps} reps x {horizon:g}]", shown, ["I"])
+    return ExperimentResult("thesis-fig-3.4", rows, table, [path], meta={"reps": reps, "horizon": horizon},
+                            keys=("policy",))
 
 
 register(Experiment("thesis-fig-3.4", "Inaccurate CPU-availability estimates: LPAS_DG vs robust LPAS_DG (System 3.H)",
@@ -297,7 +339,7 @@ def _make_fig_g(full: bool):
             reps, horizon = _cfg(opts, reps=1, horizon=2e9, qreps=1, qhorizon=2e7, runs=runs)
         else:
             reps, horizon = _cfg(opts, reps=5, horizon=2e8, qreps=2, qhorizon=5e5, runs=runs)
-        rows = []
+        rows, shown = [], []
         figs3 = (("3.1", "3.G1", "alpha1"), ("3.2", "3.G2", "alpha1"), ("3.3", "3.G2", "alpha2"))
         cells = _Cells(opts, "thesis-fig-3.1-3.3")
         for fig, sid, arr in figs3:
@@ -309,9 +351,12 @@ def _make_fig_g(full: bool):
             res = {p: cells.get((fig, p)) for p in ("gcmu", "fcfs", "lpas-dg")}
             wg = res["gcmu"]["mean"]
             for p in ("fcfs", "gcmu", "lpas-dg"):
-                r = _row({"figure": fig, "system": sid, "arrivals": arr}, res[p], wg)
-                r["relative_W"] = r["W"] / wg
+                r, sh = _row({"figure": fig, "system": sid, "arrivals": arr}, res[p], wg,
+                             ref_stable=not res["gcmu"]["unstable"])
+                sh["relative_W"] = sh["W"] / wg
+                r["relative_W"] = sh["relative_W"] if r["stable"] and not res["gcmu"]["unstable"] else None
                 rows.append(r)
+                shown.append(sh)
         import matplotlib
 
         matplotlib.use("Agg")
@@ -321,9 +366,9 @@ def _make_fig_g(full: bool):
         for fig in ("3.1", "3.2", "3.3"):
             rr = [r for r in rows if r["figure"] == fig]
             f, ax = plt.subplots(figsize=(5, 3.5))
-            ax.bar([r["policy"] for r in rr], [np.nan if r["unstable"] else r["relative_W"] for r in rr])
+            ax.bar([r["policy"] for r in rr], [np.nan if r["relative_W"] is None else r["relative_W"] for r in rr])
             for k, r in enumerate(rr):
-                if r["unstable"]:
+                if not r["stable"]:
                     ax.text(k, 0.05, "unstable", ha="center", rotation=90)
             ax.set_ylabel("W / W(Gcmu)")
             ax.set_title(f"Figure {fig}: System {rr[0]['system']} under {rr[0]['arrivals']}")
@@ -333,12 +378,12 @@ def _make_fig_g(full: bool):
             f.savefig(path)
             plt.close(f)
             figs.append(path)
-        acc = max(r["acc"] for r in rows if np.isfinite(r["acc"])) if reps > 1 else float("nan")
+        acc = max(r["acc"] for r in shown if np.isfinite(r["acc"])) if reps > 1 else float("nan")
         table = _fmt_table(f"Figures 3.1-3.3: Systems 3.G1/3.G2  [{reps} reps x {horizon:g} time units; "
-                           f"largest CI accuracy {acc:.2f} %]", rows, ["figure", "system", "arrivals"])
+                           f"largest CI accuracy {acc:.2f} %]", shown, ["figure", "system", "arrivals"])
         return ExperimentResult("thesis-fig-3.1-3.3" + ("-full" if full else ""), rows, table, figs,
                                 notes=[f"largest relative CI half-width: {acc:.3f} % (thesis: <= 0.1 % at 2e9)"],
-                                meta={"reps": reps, "horizon": horizon})
+                                meta={"reps": reps, "horizon": horizon}, keys=("figure", "system", "arrivals", "policy"))
 
     return run
 
@@ -367,6 +412,15 @@ PRINTED_LPAS = {
     ("3.11", "3.A-dist", None, 3, "det"): (.29, .22),
 }
 PRINTED_CPUINFO_DELTA = {True: 20.51, False: -156.41}
+
+
+def _printed(table: str, cfg: dict, policy: str) -> float | None:
+    """The W the thesis printed for ``policy`` (Gcmu or LPAS_DG) in ``cfg`` of ``table``, if stored."""
+    key = (table, cfg["scenario"], cfg.get("arrivals"), cfg.get("case"), cfg.get("dist", "exp"))
+    pair = PRINTED_LPAS.get(key)
+    if pair is None:
+        return None
+    return {"gcmu": pair[0], "lpas-dg": pair[1]}.get(policy)
 
 
 def _check_variant(v: str) -> str:
@@ -442,11 +496,29 @@ def _lp_reading(opts: RunOptions) -> ExperimentResult:
             cells = [f"{r['printed_W']:.2f}"] + [f"{r[f'W_{v}']:.3f}" + ("!" if r[f"unstable_{v}"] else "")
                                                  for v in variants]
         lines.append(" | ".join([r["table"], r["system"], str(r["arrivals"]), str(r["case"]), r["exec"]] + cells))
+    rows = [_reading_row(r, variants) for r in rows]
     return ExperimentResult("thesis-ch3-lp-reading", rows, "\n".join(lines), [],
                             notes=["groups = group-symmetric vertex (one LP column per machine group); "
                                    "machines = per-machine vertex with >= NM+1-N-M zeros (thesis §3.3, default); "
                                    "reverse/int = the same with the LP columns reordered (another optimal vertex)"],
                             meta={"reps": reps, "horizon": horizon, "variants": variants})
+
+
+def _reading_row(shown: dict, variants: list[str]) -> dict:
+    """The results row of one line of the LP-reading table (:mod:`.rows`): per reading ``v`` its ``W_v``
+    (and ``Delta_v``) null when unstable (``stable_v`` false); the main metric is the first reading's
+    W (Delta for §3.4.4) against the printed value."""
+    row = {k: v for k, v in shown.items() if not k.startswith(("W_", "Delta_", "unstable_"))}
+    for v in variants:
+        ok = not shown[f"unstable_{v}"]
+        row[f"W_{v}"] = shown[f"W_{v}"] if ok else None
+        row[f"Delta_{v}"] = shown[f"Delta_{v}"] if ok else None
+        row[f"stable_{v}"] = ok
+    v0 = variants[0]
+    ok = not shown[f"unstable_{v0}"]
+    if shown["table"] == "3.4.4":
+        return metric(row, f"Delta_{v0}", shown[f"Delta_{v0}"], stable=ok, printed=shown["printed_Delta"])
+    return metric(row, f"W_{v0}", shown[f"W_{v0}"], stable=ok, printed=shown["printed_W"])
 
 
 register(Experiment("thesis-ch3-lp-reading",

@@ -1,4 +1,4 @@
-"""Thesis chapter 4 (decentralized grids): Table 4.1, Figure 4.1, Figures 4.2-4.3.
+"""Thesis chapter 4 (decentralized grids): Table 4.1, Figure 4.1, Figures 4.2-4.3, the loads of §4.3.1.
 
 ``opts.extra`` overrides (``--set``): ``reps``, ``horizon``, ``ks`` (KPB k-bar
 values of Table 4.1), ``levels`` (inaccuracy levels of Figure 4.1), and the
@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register, sizes
+from .catalog import register
+from .cluster import batch
+from .core import Experiment, ExperimentResult, RunOptions
+from .params import HORIZON, REPS, Param, sizes
+from .rows import metric
 
 _MODEL_KEYS = ("propagation", "include_local", "tie", "warmup", "max_in_system", "inaccuracy", "inaccuracy_draw")
 _MODEL_PARAMS = (
@@ -76,7 +80,8 @@ def table_4_1(opts: RunOptions) -> ExperimentResult:
         row["X"] = r.messages
         row["X_accuracy"] = 100 * (r.messages_ci[1] - r.messages) / r.messages if r.messages else 0.0
         row["Delta"] = None if not x_mct else 100 * (1.0 - r.messages / x_mct)  # percent
-        row["unstable"] = r.unstable
+        metric(row, "W", r.mean, ci=r.ci, rel_half_width=r.rel_half_width, stable=not r.unstable,
+               untrusted=r.mean_untrusted)
         row["lp_solves"] = r.lp_solves
         row["events"] = r.events
         rows.append(row)
@@ -115,16 +120,15 @@ def fig_4_1(opts: RunOptions) -> ExperimentResult:
     for I in levels:
         for label, pol, k in pols:
             r = cells[I, label].result
-            rows.append({"I": I, "policy": label, "W": None if r.unstable else r.mean,
-                         "W_low": None if r.unstable else r.ci[0], "W_high": None if r.unstable else r.ci[1],
-                         "X": r.messages, "unstable": r.unstable})
+            rows.append(metric({"I": I, "policy": label, "W": None, "X": r.messages}, "W", r.mean, ci=r.ci,
+                               rel_half_width=r.rel_half_width, stable=not r.unstable, untrusted=r.mean_untrusted))
     opts.outdir.mkdir(parents=True, exist_ok=True)
     path = opts.outdir / "fig-4.1.png"
     fig, ax = plt.subplots(figsize=(6, 4))
     for label in ("LPAS_dec", "KPB (k=3)"):
         pts = [r for r in rows if r["policy"] == label and r["W"] is not None]
         ax.errorbar([100 * r["I"] for r in pts], [r["W"] for r in pts],
-                    yerr=[[r["W"] - r["W_low"] for r in pts], [r["W_high"] - r["W"] for r in pts]],
+                    yerr=[[r["W"] - r["ci_low"] for r in pts], [r["ci_high"] - r["W"] for r in pts]],
                     marker="o", capsize=3, label=label)
     ax.set_xlabel("maximum inaccuracy I (%)")
     ax.set_ylabel("average task completion time W")
@@ -173,12 +177,17 @@ def fig_4_2_4_3(opts: RunOptions) -> ExperimentResult:
         labels = ["W"] + [f"W{i + 1}" for i in range(s.N)] + ["X"]
         vals_m = [m.mean] + [pc["mean"] for pc in m.per_class] + [m.messages]
         vals_d = [d.mean] + [pc["mean"] for pc in d.per_class] + [d.messages]
+        shown = []  # (quantity, LPAS_dec / MCT) as printed
+        ok = not (m.unstable or d.unstable)
         for lab, vm, vd in zip(labels, vals_m, vals_d):
-            rows.append({"system": sid, "figure": fig_no, "metric": lab, "MCT": vm, "LPAS_dec": vd,
-                         "relative": (vd / vm) if (vm and vd is not None and vm is not None) else None,
-                         "unstable_MCT": m.unstable, "unstable_LPAS_dec": d.unstable})
+            rel = (vd / vm) if (vm and vd is not None and vm is not None) else None
+            shown.append((lab, rel))
+            rows.append(metric({"system": sid, "figure": fig_no, "quantity": lab,
+                                "MCT": vm if not m.unstable else None, "LPAS_dec": vd if not d.unstable else None,
+                                "stable_MCT": not m.unstable, "stable_LPAS_dec": not d.unstable},
+                               "relative", rel, stable=ok))
         lines.append(f"System {sid} (Figure {fig_no}): " + ", ".join(
-            f"{r['metric']} {r['relative']:.3f}" for r in rows if r["system"] == sid and r["relative"] is not None)
+            f"{lab} {rel:.3f}" for lab, rel in shown if rel is not None)
             + ("  [MCT unstable]" if m.unstable else "") + ("  [LPAS_dec unstable]" if d.unstable else ""))
         path = opts.outdir / f"fig-{fig_no}.png"
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -217,3 +226,55 @@ register(Experiment("thesis-fig-4.2-4.3-full", "Systems 4.B1/4.B2 for the thesis
 register(Experiment("thesis-fig-4.2-4.3", "Realistic decentralized grids 4.B1/4.B2 (300 machines), LPAS_dec / MCT",
                     "Al-Azzoni thesis §4.3.3, Figures 4.2-4.3", fig_4_2_4_3,
                     params=(REPS, HORIZON) + _MODEL_PARAMS))
+
+
+# ----------------------------------------------------------------------------- §4.3.1 loads
+#: the loads §4.3.1 prints, with the rate scales it names: (alpha scale, mu scale) -> load (fraction)
+PRINTED_431 = {(1.0, 1.15): 0.7759, (1.2, 1.0): 0.8923}
+
+
+def loads_4_3_1(opts: RunOptions) -> ExperimentResult:
+    """The load of System 4.A, ``1 / lambda*``, when every arrival rate is ``a alpha^1`` and every
+    execution rate ``m mu^1``, for the scales of §4.3.1 (``a`` in 1, 1.1, 1.2; ``m`` in 1, 1.05,
+    1.15); each from its own allocation LP, checked against ``a / (m lambda*(alpha^1, mu^1))``."""
+    import numpy as np
+
+    from ..lp import allocation_lp
+    from ..scenarios import load
+    from ..system import System
+
+    s = load("4.A")
+    A = np.asarray(s.alpha_matrix, dtype=float)
+    mu = np.asarray(s.mu, dtype=float)
+    a_levels = [float(x) for x in s.meta.get("alpha_levels", (1.0, 1.1, 1.2))]
+    m_levels = [float(x) for x in s.meta.get("mu_levels", (1.0, 1.05, 1.15))]
+    lam1 = allocation_lp(s).lam
+    rows = []
+    for a in a_levels:
+        for m in m_levels:
+            scaled = System.from_arrays(alpha=A.sum(axis=1) * a, mu=mu * m, alpha_matrix=A * a)
+            lam = allocation_lp(scaled).lam
+            row = {"alpha_scale": a, "mu_scale": m, "lambda": lam, "load_closed_form": a / (m * lam1)}
+            rows.append(metric(row, "load", 1.0 / lam, printed=PRINTED_431.get((a, m))))
+    lo = min(rows, key=lambda r: r["load"])
+    hi = max(rows, key=lambda r: r["load"])
+    lines = [f"§4.3.1: load 1/lambda* of System 4.A (lambda*(alpha^1, mu^1) = {lam1:.4f}) under scaled rates",
+             f"{'alpha':>7s} " + " ".join(f"{'mu x' + format(m, 'g'):>10s}" for m in m_levels)]
+    for a in a_levels:
+        cells = []
+        for m in m_levels:
+            r = next(r for r in rows if r["alpha_scale"] == a and r["mu_scale"] == m)
+            cells.append(f"{100 * r['load']:9.2f}%")
+        lines.append(f"{'x' + format(a, 'g'):>7s} " + " ".join(f"{c:>10s}" for c in cells))
+    lines.append(f"lowest {100 * lo['load']:.2f}% (alpha x{lo['alpha_scale']:g}, mu x{lo['mu_scale']:g}); "
+                 f"highest {100 * hi['load']:.2f}% (alpha x{hi['alpha_scale']:g}, mu x{hi['mu_scale']:g})")
+    lines.append("thesis: lowest 77.59% (printed for alpha x1, mu x1.15), highest 89.23% (alpha x1.2, mu x1)")
+    notes = ["load = 1/lambda* of the allocation LP for the class totals of the scaled arrival rates (a fraction)",
+             "77.59% is the load of alpha x1.2 with mu x1.15 (1.2 / (1.3449 x 1.15)); alpha x1 with mu x1.15 "
+             "gives 1 / (1.3449 x 1.15) = 64.66%: a paper error (docs/assumptions.md, 'Paper errors')"]
+    return ExperimentResult("thesis-4.3.1", rows, "\n".join(lines), notes=notes,
+                            meta={"lambda_alpha1_mu1": lam1}, keys=("alpha_scale", "mu_scale"))
+
+
+register(Experiment("thesis-4.3.1", "The loads of System 4.A under the rate changes of §4.3.1 (1/lambda*)",
+                    "Al-Azzoni thesis §4.3.1", loads_4_3_1, dask="none"))

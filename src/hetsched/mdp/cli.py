@@ -283,9 +283,9 @@ def _emit_compact(d: dict) -> None:
     try:
         text = json.dumps(d, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
-        from ..experiments import _jsonable
+        from ..results import jsonable
 
-        text = json.dumps(_jsonable(d), separators=(",", ":"))
+        text = json.dumps(jsonable(d), separators=(",", ":"))
     typer.echo(text)
 
 

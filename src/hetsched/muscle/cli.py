@@ -24,8 +24,8 @@ MAX_RATE = 1e6
 def _parse_list(text: str, name: str, kind: str) -> tuple:
     """``--sizes`` (integers in [1, MAX_CLUSTER_SIZE]) or ``--rates`` (finite, > 0): every item checked, named
     ``--sizes[j]``; empty items are refused (a stray comma is more likely a typo than a wish)."""
-    from .._cliutil import check_float, check_int
     from ..errors import ModelError
+    from ..validation import check_float, check_int
 
     items = str(text).split(",")
     if len(items) > MAX_CLUSTERS:
@@ -59,19 +59,6 @@ MAX_GENERATED_JOBS = 5_000_000  # ~1 GB of schedule state; more is refused befor
 MAX_LOAD = 100.0  # offered utilisation of a generated workload: 100 x the capacity is overload enough
 
 
-def _progress_bar():
-    """A rich progress bar on stderr when it is a terminal, else ``None``."""
-    import sys
-
-    if not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    return Progress(TextColumn("scheduling"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-
-
 @muscle_app.command("run")
 @guard
 def run_cmd(
@@ -97,7 +84,9 @@ def run_cmd(
     seed: int = typer.Option(0, "--seed", callback=seed_int(), help="Seed (workload and scheduler streams), "
                              "0..2^63-1."),
     records: Optional[Path] = typer.Option(None, "--records", help="Write per-job records (job, cluster, processors, "
-                                           "start, end, deadline met) to this Parquet file."),
+                                           "start, end, deadline met, wait, response, bounded slowdown) to this "
+                                           ".parquet or .csv file."),
+    force: bool = typer.Option(False, "--force", help="With --records: replace that file if it exists."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Simulate one policy on a multicluster and print MCP, LBF and per-cluster metrics.
@@ -109,7 +98,7 @@ def run_cmd(
     import numpy as np
 
     from ..errors import ModelError
-    from . import GAOptions, MultiCluster, WorkloadParams, generate_workload, schedule_violations, simulate
+    from . import GAOptions, MultiCluster, WorkloadParams, generate_workload, simulate
     from .swf import workload_from_swf
 
     if seed < 0:
@@ -119,15 +108,11 @@ def run_cmd(
     if swf is None and jobs is not None and jobs > MAX_GENERATED_JOBS:
         raise ModelError(f"--jobs: at most {MAX_GENERATED_JOBS:,} generated jobs, got {jobs:,}")
     if records is not None:  # checked before the run, so that a bad path never costs a finished run
-        import os
+        from ..traces.records import check_records_path
 
-        if records.is_dir():
-            raise ModelError(f"--records: {records} is a directory, expected a .parquet file name")
-        parent = records.parent if str(records.parent) else Path(".")
-        if not parent.is_dir():
-            raise ModelError(f"--records: directory {parent} does not exist")
-        if not os.access(parent, os.W_OK):
-            raise ModelError(f"--records: directory {parent} is not writable")
+        check_records_path(records, force=force)
+    elif force:
+        raise ModelError("--force applies with --records only")
     system = _system(sizes, rates)
     wseed, sseed = np.random.SeedSequence(seed).spawn(2)
     if swf is not None:
@@ -135,8 +120,10 @@ def run_cmd(
                                on_error="skip" if skip_malformed else "raise")
         offered = wl.meta["offered_load"]
         if not json_out:
-            typer.echo(f"log {swf}: {len(wl)} jobs ({wl.meta['skipped']} unusable skipped"
-                       + (f", {wl.meta['malformed']} malformed lines skipped" if wl.meta["malformed"] else "")
+            from ..traces.workload import drop_text
+
+            typer.echo(f"log {swf}: {len(wl)} of {wl.meta['jobs_read']:,} jobs read ({drop_text(wl.meta['dropped'])}"
+                       + (f"; {wl.meta['malformed']} malformed lines skipped" if wl.meta["malformed"] else "")
                        + f"), offered load {offered:.3f} of the clusters' capacity")
         if offered > 1.0:
             typer.echo(f"warning: the log offers load {offered:.2f} to clusters {list(system.sizes)} "
@@ -150,24 +137,21 @@ def run_cmd(
             raise ModelError(f"--max-s: {max_s} exceeds the largest cluster of --sizes ({system.m_max} computers)")
         wl = generate_workload(WorkloadParams(n_jobs=jobs or 4000, max_s=max_s, load=load), system, seed=wseed)
         offered = load
-    bar = _progress_bar() if len(wl) >= 2000 else None
-    if bar is not None:
-        with bar:
-            task = bar.add_task("schedule", total=len(wl))
-            res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi,
-                           ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed,
-                           progress=lambda done, total: bar.update(task, completed=done))
-    else:
+    from ..progress import Progress
+
+    with Progress("scheduling", len(wl), unit="jobs", enabled=len(wl) >= 2000) as bar:
         res = simulate(wl, system, policy, level=level if level > 0 else None, phi=phi,
-                       ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed)
-    violations = schedule_violations(res, wl, system, phi)
+                       ga=None if no_ga else GAOptions(), trigger=trigger, tau=tau, seed=sseed,
+                       progress=bar.callback())
+    violations = res.violations
     written = None
     if records is not None:
         from ..traces import write_records
 
         written = write_records(res.records(wl), records,
                                 meta={"kind": "muscle", "policy": res.policy, "sizes": list(system.sizes),
-                                      "rates": list(system.rates), "source": wl.source, "seed": seed})
+                                      "rates": list(system.rates), "source": wl.source, "seed": seed},
+                                force=force)
     out = res.summary()
     late = int(np.sum(res.late(wl)))
     out.update({"jobs_total": len(wl), "source": wl.source, "sizes": list(system.sizes),
@@ -175,18 +159,27 @@ def run_cmd(
                 "jobs_per_second": len(wl) / res.wall_seconds if res.wall_seconds > 0 else None,
                 "offered_load": offered, "clipped": int(wl.meta.get("clipped", 0)),
                 "skipped": int(wl.meta.get("skipped", 0)), "malformed": int(wl.meta.get("malformed", 0)),
+                "dropped": dict(wl.meta.get("dropped", {})), "jobs_read": wl.meta.get("jobs_read"),
                 "records": str(written) if written else None,
-                "status": 0 if not violations else 1, "success": not violations,
-                "message": "schedule checked: feasible" if not violations else
-                           f"schedule check FAILED: {violations[0]}", "violations": violations})
+                "status": res.status, "success": res.success, "message": res.message, "seconds": res.seconds,
+                "violations": violations})
     if json_out:
         emit_json(out)
     else:
         typer.echo(f"policy {res.policy}: {len(wl)} jobs from {wl.source}, {res.rounds} rounds "
                    f"(mean {out['mean_batch']:.1f} jobs per round, time-average queue {out['mean_queue']:.1f}), "
                    f"GA runs {res.ga_runs} ({res.ga_not_converged} stopped at max_gen)")
-        typer.echo(f"MCP {res.MCP:.1f}   LBF {res.LBF:.1f}   late jobs {out['late_jobs']}   "
-                   f"{out['jobs_per_second']:.0f} jobs/s")
+        if res.status == 1:  # overloaded: the numbers are shown, marked, never as estimates
+            head = f"MCP {res.MCP_untrusted:.1f}?   LBF {res.LBF_untrusted:.1f}?   (overloaded: untrusted)"
+        else:
+            head = f"MCP {res.MCP:.1f}   LBF {res.LBF:.1f}"
+        typer.echo(f"{head}   late jobs {out['late_jobs']}   {out['jobs_per_second']:.0f} jobs/s")
+        h = res.hpc
+        if h:
+            mark = "" if res.status == 0 else "?"
+            typer.echo(f"wait {h['mean_wait']:.4g}{mark}   response {h['mean_response']:.4g}{mark}   bounded slowdown "
+                       f"(tau = {h['tau']:g}) {h['mean_bsld']:.4g}{mark}   utilisation per cluster "
+                       + " ".join(f"{u:.2f}{mark}" for u in h["utilisation"]))
         typer.echo(f"{'cluster':>7s} {'m':>4s} {'rate':>5s} {'jobs':>6s} {'makespan':>10s} {'idle':>12s} "
                    f"{'over-deadline':>14s} {'CP':>12s}")
         m = res.metrics

@@ -52,77 +52,14 @@ import numpy as np
 from ..errors import ModelError
 from .composition import CompositionTable
 from .metrics import CPWeights, cluster_metrics, mcp_lbf
+from .result import RECORD_COLUMNS, MuscleResult
 from .titan import GAOptions, _decode, _place, titan_improve
 from .workload import MultiCluster, Workload, moldable_time
 
-__all__ = ["POLICIES", "SimResult", "simulate", "check_schedule", "schedule_violations", "load_for_level",
+__all__ = ["POLICIES", "MuscleResult", "simulate", "check_schedule", "schedule_violations", "load_for_level",
            "RECORD_COLUMNS"]
 
 POLICIES = ("wrand", "dll", "muscle")
-
-#: Per-job records of a MUSCLE run (:meth:`SimResult.records`): column -> dtype.
-RECORD_COLUMNS = {"job": "int64", "swf_job": "int64", "cluster": "int64", "processors": "int64",
-                  "arrival": "float64", "start": "float64", "end": "float64", "deadline": "float64",
-                  "deadline_met": "bool"}
-
-
-@dataclass
-class SimResult:
-    """A complete multicluster schedule and its metrics (per cluster and overall)."""
-
-    policy: str
-    cluster: np.ndarray
-    start: np.ndarray
-    finish: np.ndarray
-    size: np.ndarray
-    metrics: dict
-    MCP: float
-    LBF: float
-    rounds: int
-    ga_runs: int = 0
-    ga_not_converged: int = 0
-    ga_improvement: float = 0.0  # total seed CP minus GA CP over all rounds
-    seed_start: np.ndarray | None = None
-    wall_seconds: float = 0.0
-    ga_seconds: float = 0.0
-    params: dict = field(default_factory=dict)
-
-    def late(self, workload: Workload) -> np.ndarray:
-        """Jobs finishing after their deadline (relative tolerance ``1e-12 * max(1, |d|)``,
-        so rounding at times of 1e8 s does not count as lateness)."""
-        d = np.asarray(workload.deadline, dtype=np.float64)
-        return self.finish > d + 1e-12 * np.maximum(1.0, np.abs(d))
-
-    def records(self, workload: Workload):
-        """One row per job (:data:`RECORD_COLUMNS`): ``job`` (index in arrival order),
-        ``swf_job`` (the log's job number, ``-1`` for generated workloads),
-        ``cluster``, ``processors`` used, ``arrival``, ``start``, ``end``, ``deadline``
-        and ``deadline_met`` (not :meth:`late`)."""
-        import pandas as pd
-
-        n = len(workload)
-        swf = workload.meta.get("job_id")
-        swf = np.asarray(swf, dtype=np.int64) if swf is not None and len(swf) == n else np.full(n, -1, np.int64)
-        return pd.DataFrame({
-            "job": np.arange(n, dtype=np.int64), "swf_job": swf, "cluster": self.cluster.astype(np.int64),
-            "processors": self.size.astype(np.int64), "arrival": np.asarray(workload.arrival, dtype=np.float64),
-            "start": self.start.astype(np.float64), "end": self.finish.astype(np.float64),
-            "deadline": np.asarray(workload.deadline, dtype=np.float64),
-            "deadline_met": ~self.late(workload),
-        })
-
-    def summary(self) -> dict:
-        m = self.metrics
-        return {
-            "policy": self.policy, "MCP": self.MCP, "LBF": self.LBF,
-            "CP": m["CP"].tolist(), "makespan": m["makespan"].tolist(), "idle": m["idle"].tolist(),
-            "over_deadline": m["over_deadline"].tolist(), "jobs": m["jobs"].tolist(),
-            "rounds": self.rounds, "ga_runs": self.ga_runs, "ga_not_converged": self.ga_not_converged,
-            "ga_improvement": self.ga_improvement, "wall_seconds": self.wall_seconds,
-            "ga_seconds": self.ga_seconds, "mean_queue": self.params.get("mean_queue"),
-            "mean_batch": self.params.get("mean_batch"),
-        }
-
 
 def _fresh(seed) -> np.random.SeedSequence:
     """A SeedSequence equal to ``seed`` but with no children spawned yet, so that the
@@ -203,7 +140,7 @@ def simulate(
     tau: float | None = None,
     seed: int | np.random.SeedSequence = 0,
     progress=None,
-) -> SimResult:
+) -> MuscleResult:
     """Schedule ``workload`` on ``system`` with ``policy`` (``wrand``, ``dll``, ``muscle``).
 
     Parameters
@@ -352,14 +289,22 @@ def simulate(
         progress(n, n)
     met = cluster_metrics(cl, start, finish, used, deadline, sizes_m, weights)
     mcp, lbf = mcp_lbf(met["CP"])
-    return SimResult(pol, cl, start, finish, used, met, mcp, lbf, rounds, ga_runs, ga_nc, ga_gain,
-                     seed_start, wall, ga_time,
-                     params={"level": level, "phi": phi, "ga": ga is not None, "trigger": trigger, "tau": tau,
-                             "mean_batch": queue_sum / max(rounds, 1),
-                             "mean_queue": wait_sum / span if (span := float(arrival[-1] - arrival[0])) > 0 else 0.0})
+    from .swf import offered_load
+
+    res = MuscleResult(pol, cl, start, finish, used, met, mcp, lbf, rounds, ga_runs, ga_nc, ga_gain,
+                       seed_start, wall, ga_time,
+                       params={"level": level, "phi": phi, "ga": ga is not None, "trigger": trigger, "tau": tau,
+                               "mean_batch": queue_sum / max(rounds, 1),
+                               "mean_queue": wait_sum / span if (span := float(arrival[-1] - arrival[0])) > 0 else 0.0,
+                               "cp_pairing": weights.pairing},
+                       offered_load=offered_load(workload, system))
+    from .metrics import workload_metrics
+
+    res.hpc = workload_metrics(arrival, start, finish, cl, used, sizes_m)
+    return res.checked(schedule_violations(res, workload, system, phi))
 
 
-def schedule_violations(res: SimResult, workload: Workload, system: MultiCluster, phi: float,
+def schedule_violations(res: MuscleResult, workload: Workload, system: MultiCluster, phi: float,
                         rtol: float = 1e-12, max_report: int = 3) -> list[str]:
     """Certificate of feasibility: the list of violations (empty if feasible), each
     one line naming the rule, the job or cluster, and the values. Rules: every job
@@ -418,7 +363,7 @@ def schedule_violations(res: SimResult, workload: Workload, system: MultiCluster
     return out
 
 
-def check_schedule(res: SimResult, workload: Workload, system: MultiCluster, phi: float, rtol: float = 1e-12) -> None:
+def check_schedule(res: MuscleResult, workload: Workload, system: MultiCluster, phi: float, rtol: float = 1e-12) -> None:
     """Raise ``AssertionError`` naming the first violation of
     :func:`schedule_violations` (for tests; runs report violations as a status)."""
     v = schedule_violations(res, workload, system, phi, rtol=rtol)

@@ -21,16 +21,18 @@ GA
 Population ``pop_size``; individual 0 is the seed schedule (MUSCLE's, or FCFS for
 the baselines); half of the others are the seed with a few swaps, half random
 orders; sizes start at the preferable size and are perturbed with probability 0.1.
-Each generation: binary tournament selection, order crossover (OX) of the orders
-with probability ``p_crossover`` (each job's size is taken from either parent),
-swap mutation of the order and +-1 / reset-to-preferable mutation of sizes with
-probability ``p_mutation``, and elitism of one (so the best CP never increases and
-the result is never worse than the seed).
+Each generation: tournament selection (``tournament`` = 2: binary), order
+crossover (OX) of the orders with probability ``p_crossover`` (each job's size is
+taken from either parent), swap mutation of the order and +-1 /
+reset-to-preferable mutation of sizes with probability ``p_mutation``, and elitism
+of ``elitism`` = 1 schedule (the best carried over unchanged). The best schedule
+ever seen is returned, so the result is never worse than the seed whatever the
+parameters (:class:`GAOptions`).
 
 Stopping rule (§3: "until the performance in each generation stabilises"): stop
 when the generation's best CP has not decreased by more than ``tol * |best|`` for
 ``patience`` consecutive generations (``status = 0``, converged), or after
-``max_gen`` generations (``status = 1``, not converged, reported).
+``max_gen`` generations (``status = 2``, not converged, reported).
 
 Why not pygad: a simulation runs one GA per cluster per scheduling round (thousands
 of short GAs on 10-60 jobs); pygad has no order crossover for permutations and its
@@ -40,25 +42,43 @@ per-generation Python overhead exceeds the whole compiled GA
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable, Mapping
 
 import numpy as np
 from numba import njit
 
 from ..errors import ModelError
+from ..results import Result, fmt, jsonable
 from .metrics import CPWeights
+
+CONVERGED, NOT_CONVERGED, RECHECK_FAILED = 0, 2, 3
 
 __all__ = ["GAOptions", "GAResult", "decode_schedule", "titan_improve"]
 
 
 @dataclass(frozen=True)
 class GAOptions:
+    """TITAN's GA parameters (the paper gives none; defaults: ours, see the module docstring).
+
+    ``pop_size`` schedules per generation; at most ``max_gen`` generations;
+    stop after ``patience`` generations without an improvement of more than
+    ``tol * |best|``; order crossover with probability ``p_crossover``;
+    swap and size mutations each with probability ``p_mutation``; parents
+    chosen by tournaments of ``tournament`` schedules (1 = uniformly at
+    random); the ``elitism`` best schedules carried unchanged into the next
+    generation (0 = none: the best schedule ever seen is still returned).
+    """
+
     pop_size: int = 24
     max_gen: int = 100
     patience: int = 15
     tol: float = 1e-9
     p_crossover: float = 0.9
     p_mutation: float = 0.3
+    tournament: int = 2
+    elitism: int = 1
 
     def __post_init__(self) -> None:
         if self.pop_size < 2:
@@ -67,15 +87,25 @@ class GAOptions:
             raise ModelError(f"max_gen: must be >= 0, got {self.max_gen}")
         if self.patience < 1:
             raise ModelError(f"patience: must be >= 1, got {self.patience}")
+        if self.tournament < 1:
+            raise ModelError(f"tournament: must be >= 1, got {self.tournament}")
+        if not 0 <= self.elitism <= self.pop_size:
+            raise ModelError(f"elitism: must lie in [0, pop_size={self.pop_size}], got {self.elitism}")
         for name in ("p_crossover", "p_mutation"):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise ModelError(f"{name}: probability must lie in [0, 1], got {v}")
 
 
-@dataclass
-class GAResult:
-    """Like scipy's OptimizeResult: the schedule plus diagnostics."""
+@dataclass(repr=False)
+class GAResult(Result):
+    """Like scipy's OptimizeResult: the schedule plus diagnostics (the project's result protocol).
+
+    ``status`` (:attr:`STATUS`): 0 the best CP stabilised (the stopping rule
+    met), 2 ``max_gen`` generations reached first (the schedule is still the
+    best seen, never worse than the seed), 3 the re-check of the answer failed
+    and the seed schedule is returned.
+    """
 
     perm: np.ndarray
     sizes: np.ndarray
@@ -86,9 +116,30 @@ class GAResult:
     seed_cp: float
     generations: int
     status: int
-    success: bool
+    checked: bool  # the re-check of the answer passed (status 3 otherwise)
     message: str
     trace: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    seconds: float = 0.0
+
+    STATUS: ClassVar[Mapping[int, str]] = {
+        CONVERGED: "best CP stabilised",
+        NOT_CONVERGED: "max_gen reached before the best CP stabilised",
+        RECHECK_FAILED: "re-check of the GA answer failed; seed schedule returned",
+    }
+
+    def as_dict(self) -> dict[str, Any]:
+        return jsonable({"status": int(self.status), "success": self.success, "message": self.message,
+                         "seconds": self.seconds, "cp": self.cp, "seed_cp": self.seed_cp,
+                         "generations": self.generations, "perm": self.perm, "sizes": self.sizes,
+                         "start": self.start, "finish": self.finish, "trace": self.trace})
+
+    def _frame_rows(self) -> Iterable[dict[str, Any]]:
+        yield {"measure": "cp", "value": self.cp}
+        yield {"measure": "seed_cp", "value": self.seed_cp}
+        yield {"measure": "generations", "value": float(self.generations)}
+
+    def _headline(self) -> str:
+        return f"CP {fmt(self.cp)} (seed {fmt(self.seed_cp)}) after {self.generations} generations"
 
 
 # --- compiled kernels -------------------------------------------------------
@@ -151,18 +202,31 @@ def _mutate_size(s, pref_i, m):
 
 
 @njit(cache=True)
+def _select(fit, P, k):
+    """Compiled: the fittest of ``k`` schedules drawn uniformly (a tournament; first drawn wins ties)."""
+    b = np.random.randint(P)
+    for _ in range(1, k):
+        c = np.random.randint(P)
+        if fit[c] < fit[b]:
+            b = c
+    return b
+
+
+@njit(cache=True)
 def _ga(avail0, t0, seed_perm, pref, base_e, deadline, phi, w, pop_size, max_gen, patience, tol,
-        p_cx, p_mut, rseed, best_perm, best_sizes, trace):
-    """Compiled GA (see module doc); writes the best chromosome; returns (cp, seed_cp, gens, status)."""
+        p_cx, p_mut, tournament, elitism, rseed, best_perm, best_sizes, trace):
+    """Compiled GA (see module doc); writes the best chromosome ever seen; returns (cp, seed_cp, gens, status)."""
     np.random.seed(rseed)
     n = seed_perm.shape[0]
     m = avail0.shape[0]
     P = pop_size
+    E = elitism
     perms = np.empty((P, n), dtype=np.int64)
     sz = np.empty((P, n), dtype=np.int64)
     nperms = np.empty((P, n), dtype=np.int64)
     nsz = np.empty((P, n), dtype=np.int64)
     fit = np.empty(P)
+    efit = np.empty(P)
     work = np.empty(m)
     st = np.empty(n)
     fi = np.empty(n)
@@ -196,21 +260,30 @@ def _ga(avail0, t0, seed_perm, pref, base_e, deadline, phi, w, pop_size, max_gen
         if fit[p] < fit[best]:
             best = p
     best_val = fit[best]
+    for i in range(n):
+        best_perm[i] = perms[best, i]
+        best_sizes[i] = sz[best, i]
     stall = 0
     gen = 0
     status = 1
     while gen < max_gen:
         gen += 1
-        for i in range(n):
-            nperms[0, i] = perms[best, i]
-            nsz[0, i] = sz[best, i]
-        for c in range(1, P):
-            a = np.random.randint(P)
-            b = np.random.randint(P)
-            pa = a if fit[a] <= fit[b] else b
-            a = np.random.randint(P)
-            b = np.random.randint(P)
-            pb = a if fit[a] <= fit[b] else b
+        # the E fittest, best first (E = 1: the best, found above), carried over unchanged
+        if E == 1:
+            for i in range(n):
+                nperms[0, i] = perms[best, i]
+                nsz[0, i] = sz[best, i]
+            efit[0] = fit[best]
+        elif E > 1:
+            idx = np.argsort(fit, kind="mergesort")
+            for e in range(E):
+                for i in range(n):
+                    nperms[e, i] = perms[idx[e], i]
+                    nsz[e, i] = sz[idx[e], i]
+                efit[e] = fit[idx[e]]
+        for c in range(E, P):
+            pa = _select(fit, P, tournament)
+            pb = _select(fit, P, tournament)
             if n > 1 and np.random.random() < p_cx:
                 # order crossover (OX): slice from pa, the rest in pb's order
                 i1 = np.random.randint(n)
@@ -247,10 +320,10 @@ def _ga(avail0, t0, seed_perm, pref, base_e, deadline, phi, w, pop_size, max_gen
         sz, nsz = nsz, sz
         best = 0
         for p in range(P):
-            if p > 0:
-                fit[p] = _decode(avail0, t0, perms[p], sz[p], pref, base_e, deadline, phi, w, work, st, fi)
+            if p < E:
+                fit[p] = efit[p]  # an elite, unchanged
             else:
-                fit[p] = best_val  # the elite, unchanged
+                fit[p] = _decode(avail0, t0, perms[p], sz[p], pref, base_e, deadline, phi, w, work, st, fi)
             if fit[p] < fit[best]:
                 best = p
         if fit[best] < best_val - tol * abs(best_val):
@@ -259,16 +332,16 @@ def _ga(avail0, t0, seed_perm, pref, base_e, deadline, phi, w, pop_size, max_gen
             stall += 1
         if fit[best] < best_val:
             best_val = fit[best]
-        else:
+            for i in range(n):
+                best_perm[i] = perms[best, i]
+                best_sizes[i] = sz[best, i]
+        elif E > 0:
             best = 0
         if gen - 1 < trace.shape[0]:
             trace[gen - 1] = best_val
         if stall >= patience:
             status = 0
             break
-    for i in range(n):
-        best_perm[i] = perms[best, i]
-        best_sizes[i] = sz[best, i]
     return best_val, seed_cp, gen, status
 
 
@@ -323,18 +396,21 @@ def titan_improve(avail0, t0, seed_order, pref, base_e, deadline, *, phi: float 
     perm, sizes = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     trace = np.zeros(options.max_gen)
     if n == 0:
-        return GAResult(perm, sizes, np.empty(0), np.empty(0), avail0.copy(), 0.0, 0.0, 0, 0, True, "no jobs")
+        return GAResult(perm, sizes, np.empty(0), np.empty(0), avail0.copy(), 0.0, 0.0, 0, CONVERGED, True, "no jobs")
+    t_start = time.perf_counter()
     cp, seed_cp, gens, status = _ga(avail0, float(t0), order, pref, base_e, deadline, float(phi), w,
                                     options.pop_size, options.max_gen, options.patience, options.tol,
-                                    options.p_crossover, options.p_mutation, rseed, perm, sizes, trace)
+                                    options.p_crossover, options.p_mutation, options.tournament, options.elitism,
+                                    rseed, perm, sizes, trace)
     st, fi, work = np.empty(n), np.empty(n), np.empty(m)
     cp2 = _decode(avail0, float(t0), perm, sizes, pref, base_e, deadline, float(phi), w, work, st, fi)
-    message = "best CP stabilised" if status == 0 else f"max_gen={options.max_gen} reached before stabilising"
-    success = bool(abs(cp2 - cp) <= 1e-9 * max(1.0, abs(cp)) and cp <= seed_cp)
-    if not success:  # re-check failed: fall back to the seed, say so
+    status = CONVERGED if status == 0 else NOT_CONVERGED
+    message = "best CP stabilised" if status == CONVERGED else f"max_gen={options.max_gen} reached before stabilising"
+    checked = bool(abs(cp2 - cp) <= 1e-9 * max(1.0, abs(cp)) and cp <= seed_cp)
+    if not checked:  # re-check failed: fall back to the seed, say so
         perm, sizes = order.copy(), pref.copy()
         cp2 = _decode(avail0, float(t0), perm, sizes, pref, base_e, deadline, float(phi), w, work, st, fi)
         message = "re-check of the GA answer failed; seed schedule returned"
-        status = 2
-    return GAResult(perm, sizes, st, fi, work, float(cp2), float(seed_cp), int(gens), int(status), success,
-                    message, trace[:gens])
+        status = RECHECK_FAILED
+    return GAResult(perm, sizes, st, fi, work, float(cp2), float(seed_cp), int(gens), int(status), checked,
+                    message, trace[:gens], seconds=time.perf_counter() - t_start)

@@ -136,8 +136,27 @@ def computer_lanes(records, sizes) -> "pd.DataFrame":
                          "machine": cat(rows_m, np.int64), "computer": cat(rows_k, np.int64)})
 
 
+def _names(df, given, key: str, n: int | None = None):
+    """Names from the argument, else from the records file's metadata (``class_names``/``machine_names``)."""
+    names = given if given is not None else (df.attrs.get("meta") or {}).get(key)
+    if names is None:
+        return None
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__len__"):
+        raise ModelError(f"{key}: expected a list of names, got {names!r}")
+    names = [str(x) for x in names]
+    if n is not None and len(names) < n:
+        raise ModelError(f"{key}: {len(names)} names for {n} (numbered from 1)")
+    return names
+
+
+def _label(s: str, n: int = 30) -> str:
+    s = "".join(c if c.isprintable() else "?" for c in str(s)).replace("$", r"\$")  # no mathtext from names
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
 def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int = 1500, ax=None,
-          title: str | None = None, labels: bool | None = None, sizes=None, rep: int | None = None):
+          title: str | None = None, labels: bool | None = None, sizes=None, rep: int | None = None,
+          class_names=None, machine_names=None):
     """Gantt chart of task records, one lane per machine; returns the Figure.
 
     Parameters
@@ -158,6 +177,10 @@ def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int 
     rep : int, optional
         Records with a ``rep`` column (several replications): the one to draw
         (default: the first).
+    class_names, machine_names : list of str, optional
+        Names for the legend and the lanes (default: from the records file's
+        metadata where the run wrote them). Classes and machines are numbered
+        from 1 in the figure (the records number them from 0).
     """
     df = _records(records, rep)
     unit, legend = "machine", "class"
@@ -215,16 +238,21 @@ def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int 
     if show_labels:
         for s0, e0, m, t in zip(s_c, e_c, mach, sub["task"].to_numpy()):
             ax.annotate(str(t), ((s0 + e0) / 2, lane_of[int(m)]), ha="center", va="center", fontsize="small")
-    ax.set_yticks(range(lanes.size), [lane_names[int(m)] if lane_names else str(int(m)) for m in lanes],
+    mnames = None if lane_names else _names(df, machine_names, "machine_names", int(lanes.max()) + 1)
+    cnames = None if lane_names else _names(df, class_names, "class_names",
+                                            int(df["class"].max()) + 1 if "class" in df.columns else None)
+    ax.set_yticks(range(lanes.size), [lane_names[int(m)] if lane_names else
+                                      (f"{int(m) + 1} {_label(mnames[int(m)])}" if mnames else str(int(m) + 1))
+                                      for m in lanes],
                   fontsize="small" if lanes.size > 30 else None)
     ax.set_ylim(-0.6, lanes.size - 0.4)
     ax.set_xlim(t0, t1)
     ax.set_xlabel("time")
     ax.set_ylabel(unit)
     ax.grid(True, axis="x", alpha=0.3)
-    for c in np.unique(klass):
-        ax.bar(0, 0, color=cmap(int(c) % 10), alpha=0.6,
-               label=f"{legend} {int(c) + (1 if legend == 'cluster' else 0)}")  # legend handles only
+    for c in np.unique(klass):  # numbered from 1 like every output (records number from 0)
+        name = f" {_label(cnames[int(c)])}" if cnames else ""
+        ax.bar(0, 0, color=cmap(int(c) % 10), alpha=0.6, label=f"{legend} {int(c) + 1}{name}")  # legend handles only
     if np.unique(klass).size > 1:
         ax.legend(loc="center left", bbox_to_anchor=(1.005, 0.5), fontsize="small", frameon=False)
     head = title or "Gantt chart"

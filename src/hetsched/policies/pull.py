@@ -191,6 +191,7 @@ class PullPolicy(UserPolicy):
     __hetsched_model__ = "desktop-grid"
     KIND = "pull policy"
     ARGS = ("t", "qlen", "head_arrival", "rate", "eligible", "u")
+    READ_ONLY = ("qlen", "head_arrival", "rate", "eligible")
     RETURNS = "a class index"
 
     def __init__(self, fn, name: str | None = None, uses_lp: bool = False, _token: str | None = None):
@@ -206,7 +207,11 @@ class PullPolicy(UserPolicy):
     def signature(self):
         from numba import types
 
-        return (types.float64, types.int64[::1], types.float64[::1], types.float64[::1], types.boolean[::1],
+        def ro(dt):
+            return types.Array(dt, 1, "C", readonly=True)
+
+        # read-only: the check at compile time refuses a function that writes to the engine's state
+        return (types.float64, ro(types.int64), ro(types.float64), ro(types.float64), ro(types.boolean),
                 types.float64)
 
     def error(self, machine, value, why: str) -> ModelError:

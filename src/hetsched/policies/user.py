@@ -43,6 +43,7 @@ class UserPolicy:
 
     KIND = "policy"          #: e.g. "mapping policy" (used in messages)
     ARGS = ()                #: the function's argument names, in order
+    READ_ONLY = ()           #: the array arguments typed read-only in :meth:`signature` (named in the error)
     RETURNS = "an index"     #: what the returned integer means (used in messages)
 
     def __init__(self, fn, name: str | None = None, _token: str | None = None):
@@ -84,16 +85,23 @@ class UserPolicy:
         raise NotImplementedError  # every model's subclass states its own
 
     def compiled(self):
-        """The numba-compiled function, checked once: it compiles and returns an integer."""
+        """The numba-compiled function (bounds-checked), checked once: it compiles for :meth:`signature`
+        (so it does not write to the arguments typed read-only there) and returns an integer."""
         if self._compiled is None:
             from numba import njit, types
             from numba.core.errors import NumbaError
 
-            disp = njit(self.fn) if not hasattr(self.fn, "py_func") else self.fn
+            # bounds-checked indexing and Python's division semantics: a bad index or a division by zero is an
+            # exception the engine reports, never a write outside an array
+            disp = njit(boundscheck=True, error_model="python")(getattr(self.fn, "py_func", self.fn))
             try:
                 disp.compile(self.signature())
             except NumbaError as exc:
-                first = str(exc).strip().splitlines()
+                text = str(exc)
+                if self.READ_ONLY and "readonly" in text.lower() and "setitem" in text:
+                    raise ModelError(f"{self.KIND} {self.name!r} writes to one of its arguments "
+                                     f"{', '.join(self.READ_ONLY)}, which are read-only (the engine's state)") from None
+                first = [ln for ln in text.strip().splitlines() if ln.strip()]
                 raise ModelError(f"{self.KIND} {self.name!r} does not compile with numba (nopython mode): "
                                  f"{first[0] if first else exc}") from None
             rtype = disp.nopython_signatures[-1].return_type

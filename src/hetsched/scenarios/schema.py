@@ -33,7 +33,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ..errors import ScenarioError
-from ..system import (
+from ..fields import (
     MAX_CLASSES,
     MAX_MACHINES,
     MAX_NAME,
@@ -43,8 +43,8 @@ from ..system import (
     MIN_TIME,
     SCV_MAX,
     WEIBULL_SHAPE,
-    _show,
 )
+from ..validation import show as _show
 
 __all__ = ["ScenarioFile", "validate", "json_schema", "MAX_CASES"]
 

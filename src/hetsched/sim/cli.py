@@ -50,9 +50,14 @@ def simulate_cmd(
                                           "the whole log, batch means over --reps windows) or independent (each "
                                           "window replayed from an empty system)."),
     records: Optional[Path] = typer.Option(None, "--records", help="Write one record per task (task, class, "
-                                           "arrival, start, end, machine, attempts, rep) to this Parquet file."),
+                                           "arrival, start, end, machine, attempts, rep; a trace adds job_id, "
+                                           "wait, response, bounded_slowdown) to this .parquet or .csv file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    outdir: Optional[Path] = typer.Option(None, "--outdir", help="Also write the result (CSV, Parquet, JSON with "
+                                          "provenance) into this folder, for `hetsched report`."),
+    force: bool = typer.Option(False, "--force", help="With --outdir: replace the results already there; with "
+                               "--records: replace that file."),
 ) -> None:
     """Simulate SCENARIO under one policy; print Qbar (or W) with its 95% confidence interval."""
     from ..errors import HetschedError
@@ -61,6 +66,8 @@ def simulate_cmd(
 
     if backend not in ("local", "dask"):
         raise HetschedError(f"--backend: expected 'local' or 'dask', got {backend!r}")
+    if scheduler is not None and backend != "dask":
+        raise HetschedError(f"--scheduler {scheduler!r} applies only with --backend dask")
     model_for_policy(policy)  # unknown policy: fail before loading the scenario
     system = load(scenario, arrivals=arrivals, case=case)
     model = model_for_policy(policy, system)
@@ -75,13 +82,24 @@ def simulate_cmd(
     if windows is not None:
         options["windows"] = windows
     if records is not None:  # checked before the run, so that a bad path never costs a finished run
-        _check_out(records)
+        from ..traces.records import check_records_path
+
+        check_records_path(records, force=force)
         options["records"] = True
     if trace is not None:
         from ..traces import workload
 
         tw = workload(trace, system, classes="runtime" if classes is None else classes, load=rho)
         options["trace"] = tw
+    prov = None
+    if outdir is not None:  # checked before the run (one line), so that a bad folder never costs a finished run
+        from .. import provenance
+        from ..resultsio import prepare_outdir
+
+        prepare_outdir(outdir, force=force)
+        prov = provenance.start(seed=seed, reps=reps, horizon=horizon, backend=backend, workers=workers)
+    elif force and records is None:
+        raise HetschedError("--force applies with --outdir or --records only")
     entry = model.load_entry()
     res = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
                 backend=backend, scheduler=scheduler, progress=not (json_out or no_progress), options=options)
@@ -95,8 +113,11 @@ def simulate_cmd(
         write_records(res.records, records, meta={"model": out.get("model"), "scenario": system.id,
                                                    "policy": out["policy"], "seed": seed, "reps": reps,
                                                    "trace": None if trace is None else str(trace),
-                                                   "load": out.get("load"), "machines": system.M})
+                                                   "load": out.get("load"), "machines": system.M,
+                                                   **_names(system)}, force=force)
         out["records"] = str(records)
+    if outdir is not None and not isinstance(res, dict):
+        _write_outdir(res, out, system, outdir, prov)
     if json_out:
         emit_json(out)
         return
@@ -105,17 +126,40 @@ def simulate_cmd(
     _print(out)
 
 
-def _check_out(path: Path) -> None:
-    from ..errors import HetschedError
-    import os
+def _names(system) -> dict:
+    """The system's class names (where the user gave them) and machine names, for files a report reads."""
+    cn = system.class_names
+    given = getattr(system, "class_names_given", cn is not None)
+    mn = getattr(system, "machine_names", None) or system.machine_labels()
+    return {"class_names": list(cn) if cn and given else None, "machine_names": list(mn)}
 
-    if path.is_dir():
-        raise HetschedError(f"--records: {path} is a directory, expected a .parquet file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise HetschedError(f"--records: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise HetschedError(f"--records: directory {parent} is not writable")
+
+def _write_outdir(res, out: dict, system, outdir: Path, prov) -> None:
+    """``--outdir``: the result as a results folder for ``hetsched report`` (:mod:`hetsched.resultsio`)."""
+    from ..resultsio import write_results
+
+    df = res.to_frame()
+    doc = {"id": f"simulate {system.id} {out['policy']}", "kind": "simulate", **out, **_names(system),
+           "rows": df.astype(object).where(df.notna(), None).to_dict("records"),
+           "provenance": prov.finish("complete").as_dict()}
+    write_results(outdir, doc, table=repr(res))
+    out["outdir"] = str(outdir)
+
+
+def _class_label(number, names) -> str:
+    """``class 2`` (numbered from 1), with the user's name where the system gives one: ``class 2 (big)``."""
+    try:
+        name = names[int(number) - 1]
+    except (TypeError, ValueError, IndexError):
+        name = None
+    if name is None or str(name) == str(number):
+        return f"class {number}"
+    return f"class {number} ({_inert(str(name))})"
+
+
+def _inert(text: str) -> str:
+    """A user's string made safe for the terminal: control characters shown escaped, never sent raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _fmt(x) -> str:
@@ -132,16 +176,20 @@ def _print(out: dict) -> None:
         typer.echo(f"  UNSTABLE: {msg}")
         if out.get("mean_untrusted") is not None:
             typer.echo(f"  (untrusted {metric} over the run: {_fmt(out['mean_untrusted'])})")
+    elif out.get("status") == 3:  # a trace replay whose windows cannot support an interval
+        typer.echo(f"  {name}: {_fmt(out['mean'])}  (the replay's own mean; no confidence interval, see below)")
     else:
         lo, hi = out["ci"]
         rel = out.get("rel_half_width", out.get("accuracy"))
         typer.echo(f"  {name}: {_fmt(out['mean'])}  95% CI [{_fmt(lo)}, {_fmt(hi)}]"
                    + (f"  (+-{100 * rel:.2f}%)" if rel is not None else ""))
+    names = out.get("class_names") or []
     for pc in out.get("per_class", []):
+        label = _class_label(pc.get("class"), names)
         untrusted = {k[: -len("_untrusted")]: v for k, v in pc.items() if k.endswith("_untrusted")}
         if untrusted:
-            typer.echo(f"  class {pc['class']}: " + "   ".join(f"{k} ({_fmt(v)}?)" for k, v in untrusted.items()
-                                                           if k != "mean"))
+            typer.echo(f"  {label}: " + "   ".join(f"{k} ({_fmt(v)}?)" for k, v in untrusted.items()
+                                                 if k != "mean"))
             continue
         parts = []
         if pc.get("mean") is not None:  # the metric, with its CI
@@ -151,7 +199,7 @@ def _print(out: dict) -> None:
             if other != metric and pc.get(other) is not None:
                 parts.append(f"{other} {_fmt(pc[other])}")
         if parts:  # an unstable configuration has no per-class numbers
-            typer.echo(f"  class {pc['class']}: " + "   ".join(parts))
+            typer.echo(f"  {label}: " + "   ".join(parts))
     extra = []
     if out.get("contacted") is not None and out.get("contacted_formula") is not None:
         extra.append(f"machines contacted per arrival {out['contacted']:.3f} (formula {out['contacted_formula']:.3f})")
@@ -162,12 +210,18 @@ def _print(out: dict) -> None:
     for e in extra:
         typer.echo(f"  {e}")
     if out.get("jobs") is not None:  # trace replay
+        from ..traces.replay import replay_lines
+
         typer.echo(f"  trace: {out['jobs']:,} jobs, {out.get('windows', out.get('reps'))} {out.get('windows_rule')} "
                    f"windows, load "
                    f"1/lambda* = {out['load']:.4g} (lambda* = {out['lp_lambda']:.4g}), classes by {out.get('classes')}")
+        for line in replay_lines(out):
+            typer.echo(f"  {line}")
         typer.echo(f"  {out['events']:,} events in {out['wall_seconds']:.2f} s")
     else:
         typer.echo(f"  {out.get('reps', '?')} replications x {out.get('horizon', '?')} time units, seed "
                    f"{out.get('seed', '?')}: {out['events']:,} events in {out['wall_seconds']:.2f} s")
     if out.get("records"):
         typer.echo(f"  records: {out['records']}")
+    if out.get("outdir"):
+        typer.echo(f"  results: {out['outdir']} (for `hetsched report`)")

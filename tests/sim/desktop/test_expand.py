@@ -16,7 +16,7 @@ from scipy.sparse.linalg import splu
 from hetsched.errors import ModelError
 from hetsched.lp import solve_allocation
 from hetsched.scenarios import load
-from hetsched.sim.core.lptab import LP_TOL
+from hetsched.lp.tableau import LP_TOL
 from hetsched.sim.desktop import kernel as K
 from hetsched.sim.desktop import layout as L
 from hetsched.sim.desktop import one_run, prepare

@@ -132,7 +132,7 @@ def test_littles_law_on_every_policy():
 def test_agrees_with_reference_on_2B(policy):
     sysm = load("2.B")
     params = prepare(sysm, policy)
-    cands = [list(params["cand"][i, : params["ncand"][i]]) for i in range(sysm.N)]
+    cands = [list(params.params.cand[i, : params.params.ncand[i]]) for i in range(sysm.N)]
     H, R = 2_000.0, 6
     ref = [reference_qbar(sysm.alpha, sysm.mu.tolist(), cands, H, 100 + r)[0] for r in range(R)]
     ours = run(sysm, policy, reps=R, horizon=H, tie="lowest")  # the reference breaks ties by lowest index
@@ -177,7 +177,7 @@ def test_published_reference_numbers_fast(scenario, policy, lo, hi):
 def test_agrees_with_reference_on_2C1_short():
     sysm = load("2.C1")
     params = prepare(sysm, "lpas")
-    cands = [list(params["cand"][i, : params["ncand"][i]]) for i in range(sysm.N)]
+    cands = [list(params.params.cand[i, : params.params.ncand[i]]) for i in range(sysm.N)]
     H, R = 120.0, 4
     ref = [reference_qbar(sysm.alpha, sysm.mu.tolist(), cands, H, 200 + r)[0] for r in range(R)]
     ours = run(sysm, "lpas", reps=10, horizon=H, tie="lowest")
@@ -216,8 +216,8 @@ def test_kpb_candidates_are_the_k_fastest():
     p = prepare(sysm, "kpb", k=3)
     mu = sysm.mu
     for i in range(sysm.N):
-        chosen = set(p["cand"][i, :3])
-        assert p["ncand"][i] == 3
+        chosen = set(p.params.cand[i, :3])
+        assert p.params.ncand[i] == 3
         assert min(mu[i, list(chosen)]) >= sorted(mu[i])[-3]
 
 
@@ -234,7 +234,7 @@ def test_exact_weights_and_time_scale():
     # in-place running sums give bit-for-bit the run that recomputes them from the counts
     p = prepare(load("2.C1"), "mct", horizon=300.0, tie="random")
     a = replication(np.random.SeedSequence(4), p)
-    b = replication(np.random.SeedSequence(4), {**p, "incremental": False})
+    b = replication(np.random.SeedSequence(4), p.with_params(incremental=False))
     assert a["Q"] == b["Q"] and a["events"] == b["events"]
 
 
@@ -369,7 +369,7 @@ def test_random_ties_are_uniform(policy):
 # ---------------------------------------------------------------- Guided-LPAS condition (iii), §2.4
 def _lpas_drift(sysm, horizon, reps):
     """max over (i, j) of (a_ij(H) - pi_ij a_i(H)) / sqrt(H) per replication of plain LPAS, and the drift rate."""
-    pi = prepare(sysm, "lpas")["pi"]
+    pi = prepare(sysm, "lpas").params.pi
     alpha = np.asarray(sysm.alpha, float)[:, None]
     res = simulate(sysm, "lpas", reps=reps, horizon=horizon, seed=2009, workers=1, progress=False)
     dev = np.array([((np.asarray(r["share"]) - pi) * alpha * horizon).max() for r in res.replications])
@@ -400,3 +400,28 @@ def test_guided_lpas_condition_iii_binds_below_the_drift_prediction():
     assert binds(1.0) > 100
     assert binds(0.5 * c_star) > 0
     assert binds(1.5 * c_star) == 0
+
+
+def test_common_random_numbers_across_policies():
+    """Same seed: every mapping policy sees the same arrival times, classes and task sizes (issue 24,
+    `hetsched compare`); the per-task records show it (size = execution time x rate)."""
+    from dataclasses import replace
+
+    sysm = load("2.D")
+    mu = sysm.mu_effective
+    seen = {}
+    for pol in ("mct", "lpas", "lp-static", "guided-lpas-2k", "met"):
+        p = replace(prepare(sysm, pol, horizon=400.0, tie="random"), records=True)
+        r = replication(np.random.SeedSequence(11), p)
+        order = np.argsort(r["rec_task"])
+        a, c = r["rec_a"][order], r["rec_c"][order]
+        size = ((r["rec_e"] - r["rec_s"]) * mu[r["rec_c"], r["rec_m"]])[order]
+        seen[pol] = (r["rec_task"][order], a, c, size)
+    base = seen["mct"]
+    for pol, (task, a, c, size) in seen.items():
+        common = np.intersect1d(task, base[0])  # tasks finished under both
+        assert len(common) > 500
+        ia, ib = np.searchsorted(task, common), np.searchsorted(base[0], common)
+        assert np.array_equal(a[ia], base[1][ib]) and np.array_equal(c[ia], base[2][ib]), pol
+        # (end - start) * mu: exact up to the rounding of the times (at most 400 here)
+        assert np.allclose(size[ia], base[3][ib], rtol=1e-9, atol=1e-10), pol

@@ -26,7 +26,8 @@ def off_by_class(i, mu, n, work, u):
     return mu.shape[1] - 1 + i
 
 
-MAPPING_SCENARIOS = [s for s in scenario_ids() if hs.load(s).alpha_matrix is None]
+# the scenarios the mapping model runs: one arrival stream per class, no machine failures
+MAPPING_SCENARIOS = [s for s in scenario_ids() if hs.load(s).alpha_matrix is None and hs.load(s).failures is None]
 
 
 @pytest.mark.parametrize("sid", MAPPING_SCENARIOS)
@@ -112,3 +113,68 @@ def test_u_is_uniform_random_routing_gives_independent_mm1(closed_forms):
     assert abs(res.mean - truth) <= 3 * hw, (res.mean, res.ci, truth)
     assert abs(res.mean - truth) <= 0.02 * truth and hw <= 0.0125 * truth, (res.mean, res.ci, truth)  # issue 14
     assert uniform_choice.uses_u and not my_mct.uses_u
+
+
+# ----------------------------------------------------------------------------- a user policy cannot crash us
+@hs.mapping_policy
+def writes_far_out(i, mu, n, work, u):
+    work[10_000_000] = 1.0
+    return 0
+
+
+@hs.mapping_policy
+def writes_n(i, mu, n, work, u):
+    n[0] = 0
+    return 0
+
+
+@hs.mapping_policy
+def reads_far_out(i, mu, n, work, u):
+    return int(work[10_000_000])
+
+
+@hs.mapping_policy
+def divides_by_zero(i, mu, n, work, u):
+    return int(1.0 / (work[0] - work[0]))
+
+
+@hs.mapping_policy
+def loops_when_busy(i, mu, n, work, u):
+    j = 0
+    while n[0] > 2:  # a data-dependent endless loop: starts once machine 0 holds three tasks
+        j = (j + 1) % 2
+    return j
+
+
+@pytest.mark.parametrize("policy, match", [
+    (writes_far_out, "'writes_far_out' writes to one of its arguments mu, n, work, which are read-only"),
+    (writes_n, "'writes_n' writes to one of its arguments"),
+    (reads_far_out, "'reads_far_out' failed: IndexError: index is out of bounds"),
+    (divides_by_zero, "'divides_by_zero' failed: ZeroDivisionError: division by zero"),
+])
+def test_bad_policies_are_clear_errors(policy, match):
+    with pytest.raises(ModelError, match=match):
+        hs.simulate("2.B", policy, reps=1, horizon=50.0, workers=1)
+
+
+def test_an_endless_loop_is_stopped():
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(ModelError, match="'loops_when_busy' made no progress for 1 s .*policy_timeout"):
+        hs.simulate("2.B", loops_when_busy, reps=1, horizon=5_000.0, workers=1, policy_timeout=1.0)
+    assert time.monotonic() - t0 < 120
+
+
+def test_ctrl_c_stops_an_endless_loop():
+    import os
+    import signal
+    import threading
+
+    timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            hs.simulate("2.B", loops_when_busy, reps=1, horizon=5_000.0, workers=1, policy_timeout=600.0)
+    finally:
+        timer.cancel()

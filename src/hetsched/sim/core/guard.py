@@ -34,12 +34,12 @@ import time
 import warnings
 
 import numpy as np
-from numba import types
+from numba import config, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["PolicyFailed", "PolicyStalled", "shared_zeros", "shared_copy", "run_guarded", "can_guard",
-           "publish", "DEFAULT_STALL"]
+           "publish", "readonly", "DEFAULT_STALL"]
 
 #: seconds without progress after which a user policy is stopped
 DEFAULT_STALL = 10.0
@@ -85,6 +85,32 @@ def publish(typingctx, arr, idx, val):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def readonly(typingctx, arr):
+    """Compiled: the same array, typed read-only (a write to it does not compile). For the state a kernel
+    hands to a user policy: the policy cannot write to it, and the kernel keeps its own writable arrays."""
+    if not isinstance(arr, types.Array):
+        return None
+    sig = arr.copy(readonly=True)(arr)
+
+    def codegen(context, builder, signature, args):
+        from numba.core.imputils import impl_ret_borrowed
+
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return sig, codegen
+
+
+if config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1: the kernels run as Python, so do these
+    def publish(arr, idx, val):  # noqa: F811
+        arr[idx] = val
+
+    def readonly(arr):  # noqa: F811
+        v = arr.view()
+        v.flags.writeable = False
+        return v
 
 
 def can_guard() -> bool:

@@ -287,8 +287,10 @@ def specialise(module, names, bindings: dict, *, key, label: str, packages=(), c
         name -> the new compiled function. Memoised per process: the same
         (module, names, key) returns the same functions.
     """
-    from numba import njit
+    from numba import config, njit
 
+    if config.DISABLE_JIT:  # plain Python (NUMBA_DISABLE_JIT=1): nothing to cache
+        cache = False
     pkgs = tuple(sorted({module.__name__.rpartition(".")[0] or module.__name__, *packages}))
     full = hashlib.sha256(repr((label, key, tuple(names), source_version(*pkgs), _versions())).encode()).hexdigest()
     memo_key = (module.__name__, tuple(names), full)

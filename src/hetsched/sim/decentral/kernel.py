@@ -19,7 +19,7 @@ Built on the core: the event list (slots: completion at machine ``j`` = ``j``,
 priority 0; the superposed arrival stream ``M``, 1; rate change ``M + 1``, 2;
 CPU change ``M + 2``, 3; order ``(time, priority, sequence)``), the streams,
 the task pool (one FCFS queue per machine), the tie chooser, the instability
-segments and the LP tableau (:mod:`hetsched.sim.core.lptab`).
+segments and the LP tableau (:mod:`hetsched.lp.tableau`).
 
 Performance notes (named where made):
 
@@ -28,12 +28,12 @@ Performance notes (named where made):
   rate change only redraws the next arrival time, which is exact for Poisson
   streams by memorylessness);
 * a machine's LP is solved only when its *view* changed since its last solve
-  (``dirty`` flag); :func:`~hetsched.sim.core.lptab.gub_simplex` first tests
+  (``dirty`` flag); :func:`~hetsched.lp.tableau.gub_simplex` first tests
   in O(NM) whether the machine's last optimal basis is still primal and dual
   feasible for the new view, else pivots from it on the structured basis at
   O(NM) per pivot; only if the basis leaves that shape does the dense tableau
   simplex run, *warm-started* from that machine's previous optimal basis
-  (:func:`~hetsched.sim.core.lptab.solve_vertex`); at time 0 all views are
+  (:func:`~hetsched.lp.tableau.solve_vertex`); at time 0 all views are
   equal and one solve serves every machine;
 * an exponential execution time is drawn at arrival as work ``X ~ Exp(1)``,
   so a change of the execution rate while a task runs only rescales its
@@ -49,7 +49,7 @@ from numba import njit
 
 from ..core.events import ev_cancel, ev_new, ev_schedule
 from ..core.instability import seg_close, seg_new, seg_observe
-from ..core.lptab import gub_simplex, solve_vertex
+from ...lp.tableau import gub_simplex, solve_vertex
 from ..core.pool import pool_new, pool_pop, pool_push
 from ..core.rng import expo, uniform
 from ..core.ties import tie_keep

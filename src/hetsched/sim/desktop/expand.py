@@ -51,7 +51,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..core.lptab import LP_TOL
+from ...lp.tableau import LP_TOL
 from ..core.rng import uniform
 from .layout import BUSY, IDLE_SINCE, INIT, R_LOWEST_INDEX, R_RANDOM, S_TIE
 

@@ -31,7 +31,7 @@ next event is the earliest of the three first events, equal times in priority
 order, so the order is ``(time, priority, sequence)`` as in one list), the
 streams, the variates, the task pool (:mod:`hetsched.sim.core.pool`, one FCFS
 queue per class), the tie chooser (:mod:`hetsched.sim.core.ties`), the LP
-tableau (:mod:`hetsched.sim.core.lptab`, kept up in :mod:`.lpkeep`) and the
+tableau (:mod:`hetsched.lp.tableau`, kept up in :mod:`.lpkeep`) and the
 instability segments. The class rule is :mod:`hetsched.policies.pull`'s,
 compiled here.
 
@@ -63,7 +63,7 @@ from numba import njit
 
 from ...policies.pull import choose as _choose_py
 from ...policies.pull import qualifies as _qualifies_py
-from ..core import lptab
+from ...lp import tableau as lptab
 from ..core.events import ev_cancel, ev_new, ev_schedule
 from ..core.instability import seg_observe
 from ..core.pool import pool_alloc, pool_append, pool_insert_sorted, pool_pop

@@ -1,7 +1,7 @@
 """LPAS_DG's LP kept up to date at availability events (compiled, no checks).
 
 ``lp_mode`` 1 (``lpas-dg``, and FCFS/Gcmu with ``track_lp``): the vertex
-tableau of :mod:`hetsched.sim.core.lptab` is re-optimised in place by the dual
+tableau of :mod:`hetsched.lp.tableau` is re-optimised in place by the dual
 simplex after one column's capacity changed (typically 0-2 pivots), refactored
 every ``REFACTOR`` pivots to bound round-off, rebuilt if the dual simplex fails.
 ``lp_mode`` 2 (``lpas-dg-robust``): supports of the central (interior-point)
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..core import lptab
+from ...lp import tableau as lptab
 
 __all__ = ["REFACTOR", "key_hash", "table_lookup", "vertex_update", "copy_support"]
 

@@ -30,7 +30,7 @@ _UP = {"exp": "exp", "hyperexp": "hyperexp", "weibull": "weibull"}
 _DOWN = {"exp": "exp", "const": "det", "hyperexp": "hyperexp"}
 #: the options :func:`prepare` takes (the command line passes these through)
 OPTIONS = ("horizon", "warmup", "tie", "machine_rule", "resubmit", "lp_solution", "lp_grouping", "lp_order",
-           "cpu_info", "inaccuracy", "exec_dist", "exec_scv", "track_lp", "max_in_system")
+           "cpu_info", "inaccuracy", "exec_dist", "exec_scv", "track_lp", "max_in_system", "h2_form", "h2_p")
 
 
 @dataclass
@@ -156,7 +156,8 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
             machine_rule: str = "longest-idle", resubmit: str = "front", lp_solution: str | None = None,
             lp_grouping: str = "auto",
             lp_order: Any = "index", cpu_info: bool = True, inaccuracy: float = 0.0, exec_dist: str | None = None,
-            exec_scv: float = 2.0, track_lp: bool = False, max_in_system: int | None = None) -> Prepared:
+            exec_scv: float = 2.0, track_lp: bool = False, max_in_system: int | None = None,
+            h2_form: str = "balanced", h2_p: float = 0.1) -> Prepared:
     """Validate ``system``, ``policy`` and the options once; build the kernel's arrays.
 
     See :func:`hetsched.sim.desktop.simulate` for the parameters.
@@ -267,10 +268,10 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
                             shape=g.weibull_shape, label=f"groups[{k}].weibull")
                 up_par[gid == k] = v.par
         else:
-            v = variate(_UP[f.up_dist], f.mean_up, scv=f.scv, label="failures.up_dist")
+            v = variate(_UP[f.up_dist], f.mean_up, scv=f.scv, label="failures.up_dist", form=h2_form, p=h2_p)
             up_k = v.code
             up_par[:] = v.par
-        v = variate(_DOWN[f.down_dist], f.mean_down, scv=f.scv, label="failures.down_dist")
+        v = variate(_DOWN[f.down_dist], f.mean_down, scv=f.scv, label="failures.down_dist", form=h2_form, p=h2_p)
         down_k = v.code
         down_par = v.par
     ev_ = variate(ed, 1.0, scv=exec_scv, label="exec_dist")

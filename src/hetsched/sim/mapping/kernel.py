@@ -1,85 +1,159 @@
 """Compiled replication kernel of the immediate-mode mapping model (thesis §1.3.1, §2.2.2).
 
-Compiled, no checks: :mod:`.model` validates and builds the arrays. No Python
-runs per event. Built on the simulation core: the event list of
+The kernel contract (every model of :mod:`hetsched.sim` follows it):
+:mod:`.model` validates once and builds :class:`Params` (arrays and scalars
+of the system and policy); :func:`new_state` and :func:`new_out` allocate a
+replication's :class:`State` and :class:`Out`; :func:`run` ``(p, s, o, st)``
+simulates one replication, compiled, no checks, writing ``o``; :mod:`.run`
+summarises. ``st`` are the xoshiro streams of :mod:`hetsched.sim.core.rng`.
+
+One kernel per policy family (and tie rule)
+-------------------------------------------
+:func:`run` calls ``_view`` once and ``_select`` for every arrival; both are
+*bound at compile time* (:func:`kernel_for`, through
+:func:`hetsched.sim.core.kernels.specialise`) to one of the family selections
+below (or a user's compiled policy), so the kernel carries no switch over
+policies per event. The family of least-ECT policies (MCT, KPB, LPAS: most
+runs) also has its tie rule bound (the constant ``_TIE``): its scan differs
+by rule (branch-free first minimum for ``lowest``, collected ties otherwise).
+The other families read the rule from ``Params.tie``: binding it there was
+measured to change nothing (LPAS-2/k, Guided-LPAS, MET: within 1.5 %), and
+each bound rule is one more kernel to compile. So there are 8 built-in
+kernels, each cached on disk; ``hetsched warmup`` compiles them ahead of time.
+
+Built on the simulation core: the event list of
 :mod:`hetsched.sim.core.events` (slot ``i`` = next arrival of class ``i``,
 priority 1; slot ``N + j`` = completion at machine ``j``, priority 0, so at
-equal times completions come first), the xoshiro streams of
-:mod:`hetsched.sim.core.rng`, the variates of :mod:`hetsched.sim.core.variates`
+equal times completions come first), the streams, the variates of
+:mod:`hetsched.sim.core.variates`, the task pool of
+:mod:`hetsched.sim.core.pool`, the tie chooser of :mod:`hetsched.sim.core.ties`
 and the segment averages of :mod:`hetsched.sim.core.instability`.
 
 Design (the performance tricks, named where they are made):
 
-* **FCFS queues** — singly linked lists in one pool of task records (class,
-  unit size, arrival time, next) with a free list: memory is proportional to
-  the instability bound on the number in system, not to bound x machines.
-  Arrays are never re-bound inside the loop, which keeps reference counting
-  out of it.
-* **Expected completion time** ``ECT_ij = work_j + w_ij``,
-  ``work_j = sum_i' Q_i'j w_i'j`` with ``w_ij = 1/mu_ij`` in a time unit
-  ``1/L`` chosen so that, for rates that are small decimals (every thesis
-  system but 2.C2-2.H), the weights ``w_ij = L/mu_ij`` are integers: sums are
-  exact and ties are exact ties. A user policy receives ``mu_pol = mu / L``
-  and this same ``work`` array, so its ``work[j] + 1.0 / mu[i, j]`` is the
-  built-in ECT bit for bit. Otherwise (``L = 1``) ``work_j`` is recomputed
-  from the integer counts ``Q_.j`` in a fixed order whenever they change, so
-  machines with equal counts have bit-equal workloads; when every sum is exact
-  (integer weights, or ``1/mu`` short binary fractions) the running sum is
-  updated in place instead (``incremental``).
-* **Ties** — machines whose ``ECT`` values are equal (bit-equal) are tied:
-  they are collected during the scan and one is drawn uniformly (one draw from
-  the tie stream) for ``random``; the lowest-index case takes a plain scan over
-  gathered weights.
-* **Common random numbers** — the size ``X`` (unit mean) of the ``k``-th task
+* **FCFS queues** -- one queue per machine in one pool of task records
+  (class, unit size, arrival time, id): memory proportional to the
+  instability bound, not to bound x machines.
+* **Expected completion time** ``ECT_ij = work_j + w_ij``, ``work_j = sum_i'
+  Q_i'j w_i'j`` with ``w_ij = 1/mu_ij`` in a time unit ``1/L`` chosen so that,
+  for rates that are small decimals (every thesis system but 2.C2-2.H), the
+  weights ``w_ij = L/mu_ij`` are integers: sums are exact and ties are exact
+  ties. A user policy receives ``mu_pol = mu / L`` and this same ``work``
+  array, so its ``work[j] + 1.0 / mu[i, j]`` is the built-in ECT bit for bit.
+  Otherwise (``L = 1``) ``work_j`` is recomputed from the integer counts
+  ``Q_.j`` in a fixed order whenever they change, so machines with equal
+  counts have bit-equal workloads; when every sum is exact (integer weights,
+  or ``1/mu`` short binary fractions) the running sum is updated in place
+  instead (``incremental``).
+* **Ties** -- machines whose ``ECT`` values are equal (bit-equal) are tied:
+  they are collected during the scan and the tie rule picks one
+  (:func:`~hetsched.sim.core.ties.tie_pick`; one draw from the tie stream for
+  ``random``); with ``lowest`` the scan keeps the first minimum, branch-free.
+* **Common random numbers** -- the size ``X`` (unit mean) of the ``k``-th task
   of class ``i`` comes from class ``i``'s own execution stream and is drawn at
   arrival; its execution time on machine ``j`` is ``X / mu_ij``. Arrivals of
   class ``i`` use stream ``i``; the policy's draws and tie-breaking have their
   own streams. So two policies see the same arrivals and the same task sizes.
-* **Policies** — the arrival's machine comes from ``_select``: in the
-  built-in kernel (cached on disk) :func:`_builtin_select`, one branch per
-  policy code; :func:`make_user_kernel` compiles this same loop again with
-  ``_select`` bound to a selection that calls the user's compiled function
-  (a direct, inlined call; the built-in policies are not compiled into it),
-  once per policy per process.
 * **Time averages** per class are sums of the tasks' times in system within
   ``[warmup, end]`` (added at completion, and for the tasks left at the end),
   so an event costs no per-class bookkeeping; the total number in system goes
   into the segment averages of the instability rule.
+* **Progress** -- the event count is published to ``o.ints[O_EVENTS]`` at
+  every event (:func:`hetsched.sim.core.guard.publish`), so a run of a user
+  policy in a watched child can be stopped when it stops moving.
 """
 
 from __future__ import annotations
 
-import types as _pytypes
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from ..core.events import ev_cancel, ev_new, ev_schedule
+from ..core.guard import publish, readonly
 from ..core.instability import NSEG, seg_close, seg_new, seg_observe
-from ..core.rng import below, expo, uniform
+from ..core.pool import pool_alloc, pool_append, pool_new_jit, pool_pop
+from ..core.rng import expo, uniform
+from ..core.ties import TIE_LOWEST, TIE_NAMES, TIE_RANDOM, tie_pick
 from ..core.variates import DET, EXP, draw
 
-# policy codes (see policies.py)
-MET, MCT, KPB, LPAS, LPAS2K, LPSTATIC, GLPAS, GLPAS2K, USER = 0, 1, 2, 3, 4, 5, 6, 7, 8
-# tie rules
-TIE_LOWEST, TIE_HIGHEST, TIE_RANDOM = 0, 1, 2
+# families of built-in policies (policies.py maps each policy to its family)
+F_ARGMIN, F_MET, F_STATIC, F_TWO, F_GUIDED, F_GUIDED_TWO, F_USER = range(7)
+FAMILY_NAMES = {F_ARGMIN: "argmin", F_MET: "met", F_STATIC: "static", F_TWO: "two-choices", F_GUIDED: "guided",
+                F_GUIDED_TWO: "guided-two-choices", F_USER: "user"}
 # status
 ST_OK, ST_BOUND, ST_EXHAUSTED, ST_BAD_CHOICE, ST_RECORDS_FULL = 0, 1, 2, 3, 4
-# out_int layout
+# o.ints layout
 O_STATUS, O_EVENTS, O_ARRIVALS, O_COMPLETIONS, O_CONTACTED, O_BINDS, O_PEAK, O_BAD_CLASS, O_BAD_VALUE = range(9)
 O_DONE = 9  # completions per class start here
-# streams
-#   0..N-1 arrivals of class i, N..2N-1 sizes of class i, 2N policy, 2N+1 ties
 PRIO_COMPLETION, PRIO_ARRIVAL = 0, 1
+
+#: the model, made once per (system, policy, options) by :func:`hetsched.sim.mapping.model.prepare`
+Params = namedtuple("Params", [
+    "alpha",          # (N,) arrival rates
+    "mu",             # (N, M) rates
+    "mu_pol",         # (N, M) read-only: mu / L, what a user policy sees
+    "w",              # (N, M) ECT weights (inf where mu = 0)
+    "winv",           # (N, M) w, 0 where mu = 0
+    "cand",           # (N, M) candidate machines of class i in cand[i, :ncand[i]] (ascending)
+    "ncand",          # (N,)
+    "wc",             # (N, M) wc[i, k] = w[i, cand[i, k]]
+    "pw",             # (N, M) sampling weights delta* mu (LP-Static, two choices)
+    "pi",             # (N, M) p_ij of (2.6) (Guided-LPAS)
+    "cmat",           # (N, M) Guided-LPAS constants C_ij
+    "dist",           # execution-time code (variates)
+    "dpar",           # (4,) its parameters
+    "gen",            # (N, K) pre-drawn general sizes (dist GENERAL)
+    "incremental",    # running workload sums are exact
+    "horizon",
+    "warmup",
+    "max_in_system",  # instability bound
+    "tie",            # tie rule (read where the kernel does not bind one: _TIE < 0)
+    "tr_t",           # trace replay: arrival times (empty: Poisson arrivals)
+    "tr_x",           # sizes
+    "tr_c",           # classes
+])
+#: one replication's state (allocated inside the kernel by :func:`new_state`: the compiler then knows its arrays
+#: alias nothing else)
+State = namedtuple("State", ["pool", "qc", "qx", "qa", "qid", "Q", "W", "assigned", "arrived", "area", "done",
+                             "gpos"])
+#: one replication's outputs (see :func:`run`); records arrays are empty unless asked for
+Out = namedtuple("Out", ["q", "resp", "seg", "ints", "assigned", "tend", "work",
+                         "rec_a", "rec_s", "rec_e", "rec_m", "rec_c"])
 
 
 def n_streams(N: int) -> int:
+    """Streams of a replication: arrivals of class i (0..N-1), sizes of class i (N..2N-1), policy, ties."""
     return 2 * N + 2
 
 
 @njit(cache=True, inline="always")
+def new_state(N, M, max_in_system):
+    """A replication's state (compiled, inlined into the kernel)."""
+    cap = max_in_system + 2
+    return State(pool_new_jit(cap, M), np.empty(cap, np.int64), np.empty(cap), np.empty(cap),
+                 np.empty(cap, np.int64), np.zeros((N, M), np.int64), np.zeros(M), np.zeros((N, M), np.int64),
+                 np.zeros(N, np.int64), np.zeros(N), np.zeros(N, np.int64), np.zeros(N, np.int64))
+
+
+def new_out(N: int, M: int, n_records: int = 0, zeros=np.zeros) -> Out:
+    """Output arrays (``zeros``: e.g. :func:`hetsched.sim.core.guard.shared_zeros` for a watched child)."""
+    rec = [zeros(n_records), zeros(n_records), zeros(n_records), zeros(n_records, np.int64),
+           zeros(n_records, np.int64)]
+    if n_records:
+        for a in rec[:3]:
+            a[:] = np.nan
+        for a in rec[3:]:
+            a[:] = -1
+    return Out(zeros(N), zeros(N), zeros(NSEG), zeros(O_DONE + N, np.int64), zeros((N, M), np.int64), zeros(1),
+               zeros(M), *rec)
+
+
+# ----------------------------------------------------------------------------- selections
+@njit(cache=True, inline="always")
 def _argmin_ect(i, lst, row, cnt, W, w, use_state, tie, st, s_tie, buf):
-    """Machine of ``lst[row, :cnt]`` (ascending indices) with least ``W[j] + w[i, j]``.
+    """Machine of ``lst[row, :cnt]`` (ascending indices) with least ``W[j] + w[i, j]`` (``w`` alone without state).
 
     (2-D list + row index rather than a row slice: a slice would cost a
     reference-count update per call in the hot loop.) Ties: equal values.
@@ -103,20 +177,13 @@ def _argmin_ect(i, lst, row, cnt, W, w, use_state, tie, st, s_tie, buf):
         elif v == bv and tie != TIE_LOWEST:
             buf[nt] = j
             nt += 1
-    if nt > 1:
-        if tie == TIE_RANDOM:
-            best = buf[below(st, s_tie, nt)]
-        else:
-            best = buf[nt - 1]
-    return best
+    return tie_pick(tie, buf, nt, st, s_tie)
 
 
 @njit(cache=True, inline="always")
 def _argmin_fast(i, lst, cnt, W, wc):
-    """Fast path of :func:`_argmin_ect`: lowest-index ties.
-
-    ``wc[i, k] = w[i, lst[i, k]]`` (gathered once): one indirect load per candidate.
-    """
+    """Least ``W[j] + wc[i, k]`` over ``j = lst[i, k]``, lowest index on ties (``wc`` gathered once:
+    one indirect load per candidate)."""
     best = lst[i, 0]
     bv = W[best] + wc[i, 0]
     for k in range(1, cnt):
@@ -144,11 +211,7 @@ def _argmin_fast_ties(i, lst, cnt, W, wc, tie, st, s_tie, buf):
         nt = 0 if less else nt
         buf[nt] = j  # kept only if j is (one of) the best so far
         nt += 1 if v == bv else 0
-    if nt > 1:
-        if tie == TIE_RANDOM:
-            return buf[below(st, s_tie, nt)]
-        return buf[nt - 1]
-    return buf[0]
+    return tie_pick(tie, buf, nt, st, s_tie)
 
 
 @njit(cache=True)
@@ -187,25 +250,77 @@ def _two_choices(i, lst, row, cnt, pw, W, w, tie, st, s_pol, s_tie, pair, buf):
     return _argmin_ect(i, pair, 0, 2, W, w, True, tie, st, s_tie, buf)
 
 
+# A family is two compiled functions, bound into the kernel together:
+#   view_F(p, s, buf, tmp, pair) -> a small tuple of the arrays the family reads, made once per replication;
+#   select_F(v, st, i, t, tie, s_pol, s_tie) -> (machine, contacted, binds) for a class-i arrival at t.
+# (A selection takes that small tuple, not the Params/State tuples: passing a tuple of twenty arrays to a
+# function per event costs a reference-count update per array -- measured: 25 % of the kernel's speed.)
+# ``buf`` (M), ``tmp`` (1 x M) and ``pair`` (1 x 2) are scratch. The contract of each policy: policies.py.
 @njit(cache=True, inline="always")
-def _builtin_select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
-                    tmp, pair, buf, assigned, arrived, pi, cmat, pw):
-    """Machine for a class-``i`` arrival under a built-in policy; ``(j, contacted, binds)`` increments."""
-    if policy == MCT or policy == KPB or policy == LPAS:
-        if fast:
-            return _argmin_fast(i, cand, ncand[i], W, wc), ncand[i], 0
-        return _argmin_fast_ties(i, cand, ncand[i], W, wc, tie, st, s_tie, buf), ncand[i], 0
-    if policy == MET:
-        return _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, buf), 0, 0
-    if policy == LPSTATIC:
-        total = 0.0
-        for k in range(ncand[i]):
-            total += pw[i, cand[i, k]]
-        return _sample(i, cand, i, ncand[i], pw, total, -1, st, s_pol), 0, 0
-    if policy == LPAS2K:
-        return _two_choices(i, cand, i, ncand[i], pw, W, w, tie, st, s_pol, s_tie, pair, buf), min(ncand[i], 2), 0
-    # Guided-LPAS(-2/k), §2.4: T_i(t) = {j in S_i : a_ij(t-) < pi_ij a_i(t) + C_ij sqrt(t)}
-    # (``arrived[i]`` already counts this arrival: a_i(t); ``assigned`` is a_ij(t-))
+def view_argmin(p, s, buf, tmp, pair):
+    return p.cand, p.ncand, p.wc, s.W, buf
+
+
+@njit(cache=True, inline="always")
+def select_argmin(v, st, i, t, tie, s_pol, s_tie):
+    """MCT, KPB, LPAS: least ECT over the candidates."""
+    cand, ncand, wc, W, buf = v
+    if tie == TIE_LOWEST:
+        return _argmin_fast(i, cand, ncand[i], W, wc), ncand[i], 0
+    return _argmin_fast_ties(i, cand, ncand[i], W, wc, tie, st, s_tie, buf), ncand[i], 0
+
+
+@njit(cache=True, inline="always")
+def view_met(p, s, buf, tmp, pair):
+    return p.cand, p.ncand, p.w, s.W, buf
+
+
+@njit(cache=True, inline="always")
+def select_met(v, st, i, t, tie, s_pol, s_tie):
+    """MET: least ``1/mu_ij`` (no state)."""
+    cand, ncand, w, W, buf = v
+    return _argmin_ect(i, cand, i, ncand[i], W, w, False, tie, st, s_tie, buf), 0, 0
+
+
+@njit(cache=True, inline="always")
+def view_static(p, s, buf, tmp, pair):
+    return p.cand, p.ncand, p.pw
+
+
+@njit(cache=True, inline="always")
+def select_static(v, st, i, t, tie, s_pol, s_tie):
+    """LP-Static: machine ``j`` with probability ``p_ij``."""
+    cand, ncand, pw = v
+    total = 0.0
+    for k in range(ncand[i]):
+        total += pw[i, cand[i, k]]
+    return _sample(i, cand, i, ncand[i], pw, total, -1, st, s_pol), 0, 0
+
+
+@njit(cache=True, inline="always")
+def view_two(p, s, buf, tmp, pair):
+    return p.cand, p.ncand, p.pw, p.w, s.W, pair, buf
+
+
+@njit(cache=True, inline="always")
+def select_two(v, st, i, t, tie, s_pol, s_tie):
+    """LPAS-2/k: two machines of ``S_i`` drawn with weights ``p_ij``, the one with least ECT."""
+    cand, ncand, pw, w, W, pair, buf = v
+    j = _two_choices(i, cand, i, ncand[i], pw, W, w, tie, st, s_pol, s_tie, pair, buf)
+    return j, min(ncand[i], 2), 0
+
+
+@njit(cache=True, inline="always")
+def view_guided(p, s, buf, tmp, pair):
+    return p.cand, p.ncand, p.pi, p.cmat, p.pw, p.w, s.W, s.assigned, s.arrived, tmp, pair, buf
+
+
+@njit(cache=True, inline="always")
+def _guided_set(i, t, cand, ncand, pi, cmat, assigned, arrived, tmp):
+    """``T_i(t) = {j in S_i : a_ij(t-) < pi_ij a_i(t) + C_ij sqrt(t)}`` (§2.4) into ``tmp[0, :cnt]``; ``cnt``.
+
+    (``arrived[i]`` already counts this arrival: ``a_i(t)``; ``assigned`` is ``a_ij(t-)``.)
+    """
     rt = np.sqrt(t)
     cnt = 0
     for k in range(ncand[i]):
@@ -217,88 +332,115 @@ def _builtin_select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st
         for k in range(ncand[i]):
             tmp[0, k] = cand[i, k]
         cnt = ncand[i]
+    return cnt
+
+
+@njit(cache=True, inline="always")
+def select_guided(v, st, i, t, tie, s_pol, s_tie):
+    """Guided-LPAS: least ECT over ``T_i(t)``; ``binds`` when condition (iii) excludes LPAS's choice."""
+    cand, ncand, pi, cmat, pw, w, W, assigned, arrived, tmp, pair, buf = v
+    cnt = _guided_set(i, t, cand, ncand, pi, cmat, assigned, arrived, tmp)
+    j = _argmin_ect(i, tmp, 0, cnt, W, w, True, tie, st, s_tie, buf)
     binds = 0
-    if policy == GLPAS:
-        j = _argmin_ect(i, tmp, 0, cnt, W, w, True, tie, st, s_tie, buf)
-        if cnt < ncand[i]:
-            # binds when the unrestricted LPAS choice is excluded by (iii)
-            jl = _argmin_ect(i, cand, i, ncand[i], W, w, True, TIE_LOWEST, st, s_tie, buf)
-            jg = _argmin_ect(i, tmp, 0, cnt, W, w, True, TIE_LOWEST, st, s_tie, buf)
-            if W[jl] + w[i, jl] < W[jg] + w[i, jg]:
-                binds = 1
-        return j, cnt, binds
+    if cnt < ncand[i]:
+        jl = _argmin_ect(i, cand, i, ncand[i], W, w, True, TIE_LOWEST, st, s_tie, buf)
+        jg = _argmin_ect(i, tmp, 0, cnt, W, w, True, TIE_LOWEST, st, s_tie, buf)
+        if W[jl] + w[i, jl] < W[jg] + w[i, jg]:
+            binds = 1
+    return j, cnt, binds
+
+
+@njit(cache=True, inline="always")
+def select_guided_two(v, st, i, t, tie, s_pol, s_tie):
+    """Guided-LPAS-2/k: LPAS-2/k over ``T_i(t)``."""
+    cand, ncand, pi, cmat, pw, w, W, assigned, arrived, tmp, pair, buf = v
+    cnt = _guided_set(i, t, cand, ncand, pi, cmat, assigned, arrived, tmp)
     j = _two_choices(i, tmp, 0, cnt, pw, W, w, tie, st, s_pol, s_tie, pair, buf)
     return j, min(cnt, 2), 1 if cnt < ncand[i] else 0
 
 
-# the selection the kernel calls; make_user_kernel compiles the kernel again with a user's
-_select = _builtin_select
+#: family -> (view, select)
+SELECTIONS = {F_ARGMIN: (view_argmin, select_argmin), F_MET: (view_met, select_met),
+              F_STATIC: (view_static, select_static), F_TWO: (view_two, select_two),
+              F_GUIDED: (view_guided, select_guided), F_GUIDED_TWO: (view_guided, select_guided_two)}
 
 
-def _user_selector(fn, uses_u: bool = True):
-    """A selection with the signature of :func:`_builtin_select` that calls the user's compiled ``fn``.
+@njit(cache=True, inline="always")
+def view_user(p, s, buf, tmp, pair):
+    """What a user policy sees: ``mu / L`` and read-only views of ``n`` (queue lengths) and ``work``."""
+    return p.mu_pol, readonly(s.pool.qlen), readonly(s.W)
+
+
+def user_selection(fn, uses_u: bool = True):
+    """``(view, select)`` calling the user's compiled ``fn(i, mu, n, work, u)`` with read-only state.
 
     ``uses_u`` false: the function never reads ``u``, so no draw is made for it.
     """
     if uses_u:
         @njit(inline="always")
-        def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
-                   tmp, pair, buf, assigned, arrived, pi, cmat, pw):
-            return fn(i, mu, qlen, W, uniform(st, s_pol)), 0, 0
+        def select_user(v, st, i, t, tie, s_pol, s_tie):
+            return fn(i, v[0], v[1], v[2], uniform(st, s_pol)), 0, 0
     else:
         @njit(inline="always")
-        def select(policy, i, t, fast, cand, ncand, wc, W, w, mu, qlen, tie, st, s_pol, s_tie,
-                   tmp, pair, buf, assigned, arrived, pi, cmat, pw):
-            return fn(i, mu, qlen, W, 0.5), 0, 0
-
-    return select
+        def select_user(v, st, i, t, tie, s_pol, s_tie):
+            return fn(i, v[0], v[1], v[2], 0.5), 0, 0
+    return view_user, select_user
 
 
-def _run_mapping(
-    policy, alpha, mu, mu_pol, w, incremental, cand, ncand, pw, pi, cmat,
-    dist, dpar, gen, horizon, warmup, max_in_system, tie, st, out_q, out_resp, out_seg, out_int, out_assigned,
-    tr_t, tr_x, tr_c, rec_a, rec_s, rec_e, rec_m, rec_c, out_tend, out_work,
-):
-    """Simulate one replication; compiled, no checks, writes the ``out_*`` arrays.
+# bound at compile time by kernel_for (these defaults make the module's own `run` the LPAS/MCT kernel, ties read
+# from Params.tie)
+_view = view_argmin
+_select = select_argmin
+_TIE = -1
+_USER = False
 
-    ``out_q[i]`` time-average number of class ``i`` on ``[warmup, horizon]``;
-    ``out_resp[i]`` sum of completion times of class ``i`` tasks arrived after
-    ``warmup`` and finished before ``horizon``; ``out_seg`` time-average total
-    number in system on ``NSEG`` equal segments; ``out_int`` see ``O_*``.
 
-    Trace replay (issue 13) when ``tr_t`` is not empty: task ``k`` arrives at
-    ``tr_t[k]`` (sorted) with class ``tr_c[k]`` and size ``tr_x[k]``; event slot
-    0 is then the next trace arrival (no Poisson stream, no size stream), and
-    the run ends when the event list is empty (pass ``horizon`` = the largest
-    float). Per-task records when ``rec_a`` is not empty: task ``k`` (arrival
-    order) gets ``rec_a/rec_s/rec_e[k]`` arrival, start, end (``nan`` until it
-    happens) and ``rec_m[k]`` its machine; a run with more tasks than
-    ``rec_a`` holds stops with ``ST_RECORDS_FULL``. ``out_tend[0]`` is the time
-    the statistics were closed at; ``out_work[j]`` (trace replay only) the work
+# ----------------------------------------------------------------------------- the event loop
+@njit(cache=True)
+def run(p, o, st):
+    """Simulate one replication; compiled, no checks, writes ``o`` (:class:`Out`).
+
+    ``o.q[i]`` time-average number of class ``i`` on ``[warmup, horizon]``;
+    ``o.resp[i]`` sum of completion times of class ``i`` tasks arrived after
+    ``warmup`` and finished before ``horizon``; ``o.seg`` time-average total
+    number in system on ``NSEG`` equal segments; ``o.ints`` see ``O_*``.
+
+    Trace replay (issue 13) when ``p.tr_t`` is not empty: task ``k`` arrives
+    at ``tr_t[k]`` (sorted) with class ``tr_c[k]`` and size ``tr_x[k]``; event
+    slot 0 is then the next trace arrival (no Poisson stream, no size
+    stream), and the run ends when the event list is empty (``horizon`` = the
+    largest float). Per-task records when ``o.rec_a`` is not empty: task ``k``
+    (arrival order) gets ``rec_a/rec_s/rec_e[k]`` arrival, start, end (``nan``
+    until it happens) and ``rec_m[k]`` its machine; a run with more tasks than
+    ``rec_a`` holds stops with ``ST_RECORDS_FULL``. ``o.tend[0]`` is the time
+    the statistics were closed at; ``o.work[j]`` (trace replay only) the work
     (sum of execution times ``x / mu_ij``) the policy sent to machine ``j``.
     """
+    tie = _TIE if _TIE >= 0 else p.tie  # bound at compile time, or the run's rule
+    alpha, mu, winv = p.alpha, p.mu, p.winv
+    s = new_state(alpha.shape[0], mu.shape[1], p.max_in_system)
     N = alpha.shape[0]
     M = mu.shape[1]
-    fast = tie == TIE_LOWEST
-    user = policy == USER
-    wc = np.zeros(cand.shape, np.float64)
-    for i in range(N):
-        for k in range(ncand[i]):
-            wc[i, k] = w[i, cand[i, k]]
-    # 1/mu with 0 where a machine cannot run a class (no task of that class is ever there)
-    winv = np.zeros((N, M), np.float64)
-    for i in range(N):
-        for j in range(M):
-            if mu[i, j] > 0.0:
-                winv[i, j] = w[i, j]
+    horizon, warmup = p.horizon, p.warmup
+    incremental, dist, dpar, gen = p.incremental, p.dist, p.dpar, p.gen
+    tr_t, tr_x, tr_c = p.tr_t, p.tr_x, p.tr_c
+    pl, qc, qx, qa, qid = s.pool, s.qc, s.qx, s.qa, s.qid
+    head, qlen = pl.head, pl.qlen
+    Q, W, assigned, arrived, area, done_c, gpos = s.Q, s.W, s.assigned, s.arrived, s.area, s.done, s.gpos
+    ints = o.ints
+    # scratch of the selections, allocated here: the compiler then knows they alias nothing else
+    buf = np.empty(M, np.int64)
+    tmp = np.empty((1, M), np.int64)
+    pair = np.empty((1, 2), np.int64)
     s_pol = 2 * N
     s_tie = 2 * N + 1
+    v = _view(p, s, buf, tmp, pair)
     ev = ev_new(N + M)
     # --- trace replay / records (issue 13)
     ntr = tr_t.shape[0]
     trace = ntr > 0
-    rec = rec_a.shape[0] > 0
-    nrec = rec_a.shape[0]
+    nrec = o.rec_a.shape[0]
+    rec = nrec > 0
     tpos = 0  # next trace task; also the id of the next task in either mode
     t_done = 0.0
     if trace:
@@ -308,30 +450,6 @@ def _run_mapping(
             ev_schedule(ev, i, expo(st, i) / alpha[i], PRIO_ARRIVAL)
     ht = ev.ht
     hs = ev.hs
-    # --- FCFS queues: linked lists in one pool of task records, with a free list
-    cap = max_in_system + 2
-    qc = np.empty(cap, np.int64)
-    qx = np.empty(cap, np.float64)
-    qa = np.empty(cap, np.float64)
-    qn = np.empty(cap, np.int64)
-    qid = np.empty(cap, np.int64)  # task id (arrival order)
-    for s in range(cap - 1):
-        qn[s] = s + 1
-    qn[cap - 1] = -1
-    free = 0
-    head = np.full(M, -1, np.int64)
-    tail = np.full(M, -1, np.int64)
-    qlen = np.zeros(M, np.int64)
-    Q = np.zeros((N, M), np.int64)
-    W = np.zeros(M, np.float64)  # work_j: the user policy's ``work``
-    assigned = np.zeros((N, M), np.int64)
-    arrived = np.zeros(N, np.int64)
-    area = np.zeros(N, np.float64)
-    done_c = np.zeros(N, np.int64)
-    gpos = np.zeros(N, np.int64)
-    tmp = np.empty((1, M), np.int64)
-    pair = np.empty((1, 2), np.int64)
-    buf = np.empty(M, np.int64)
     sg = seg_new(warmup, horizon)
     n = 0
     peak = 0
@@ -346,6 +464,7 @@ def _run_mapping(
             break
         code = hs[0]
         events += 1
+        publish(ints, O_EVENTS, events)
         seg_observe(sg, t, n)
         if code < N:
             # ---------------- arrival of class i
@@ -353,15 +472,14 @@ def _run_mapping(
             if trace:
                 i = tr_c[tpos]
             arrived[i] += 1
-            j, dc, db = _select(policy, i, t, fast, cand, ncand, wc, W, w, mu_pol, qlen, tie, st, s_pol, s_tie,
-                                tmp, pair, buf, assigned, arrived, pi, cmat, pw)
+            j, dc, db = _select(v, st, i, t, tie, s_pol, s_tie)
             contacted += dc
             binds += db
-            if user:
+            if _USER:
                 if j < 0 or j >= M or not mu[i, j] > 0.0:
                     status = ST_BAD_CHOICE
-                    out_int[O_BAD_CLASS] = i
-                    out_int[O_BAD_VALUE] = j
+                    ints[O_BAD_CLASS] = i
+                    ints[O_BAD_VALUE] = j
                     break
             assigned[i, j] += 1
             # task size (unit mean), from class i's execution stream
@@ -379,27 +497,20 @@ def _run_mapping(
                     break
                 x = gen[i, gpos[i]]
                 gpos[i] += 1
-            p = free  # never -1: n <= max_in_system < cap
-            free = qn[p]
-            qc[p] = i
-            qx[p] = x
-            qa[p] = t
-            qn[p] = -1
-            qid[p] = tpos
+            if rec and tpos >= nrec:
+                status = ST_RECORDS_FULL
+                break
+            k = pool_alloc(pl)  # never -1: n <= max_in_system < cap
+            qc[k] = i
+            qx[k] = x
+            qa[k] = t
+            qid[k] = tpos
             if rec:
-                if tpos >= nrec:
-                    status = ST_RECORDS_FULL
-                    break
-                rec_a[tpos] = t
-                rec_m[tpos] = j
-                rec_c[tpos] = i
+                o.rec_a[tpos] = t
+                o.rec_m[tpos] = j
+                o.rec_c[tpos] = i
             tpos += 1
-            if qlen[j] == 0:
-                head[j] = p
-            else:
-                qn[tail[j]] = p
-            tail[j] = p
-            qlen[j] += 1
+            pool_append(pl, j, k)
             n += 1
             if n > peak:
                 peak = n
@@ -419,31 +530,27 @@ def _run_mapping(
             else:
                 ev_cancel(ev, 0)
             if trace:
-                out_work[j] += x / mu[i, j]
+                o.work[j] += x / mu[i, j]
             if qlen[j] == 1:
                 ev_schedule(ev, N + j, t + x / mu[i, j], PRIO_COMPLETION)
                 if rec:
-                    rec_s[qid[p]] = t
-            if n > max_in_system:
+                    o.rec_s[qid[k]] = t
+            if n > p.max_in_system:
                 status = ST_BOUND
                 break
         else:
             # ---------------- completion at machine j
             j = code - N
-            p = head[j]
-            c = qc[p]
-            if qa[p] >= warmup:
-                out_resp[c] += t - qa[p]
+            k = pool_pop(pl, j)  # its fields stay readable until the next alloc
+            c = qc[k]
+            if qa[k] >= warmup:
+                o.resp[c] += t - qa[k]
                 done_c[c] += 1
             if rec:
-                rec_e[qid[p]] = t
+                o.rec_e[qid[k]] = t
             t_done = t
-            head[j] = qn[p]
-            qn[p] = free
-            free = p
-            qlen[j] -= 1
             if t > warmup:  # time this task spent in system within [warmup, t]
-                area[c] += t - max(qa[p], warmup)
+                area[c] += t - max(qa[k], warmup)
             n -= 1
             Q[c, j] -= 1
             if incremental:
@@ -454,59 +561,73 @@ def _run_mapping(
                     acc += Q[cc, j] * winv[cc, j]
                 W[j] = acc
             if qlen[j] > 0:
-                p = head[j]
-                ev_schedule(ev, code, t + qx[p] / mu[qc[p], j], PRIO_COMPLETION)
+                k = head[j]
+                ev_schedule(ev, code, t + qx[k] / mu[qc[k], j], PRIO_COMPLETION)
                 if rec:
-                    rec_s[qid[p]] = t
+                    o.rec_s[qid[k]] = t
             else:
                 ev_cancel(ev, code)
     # --- close the time averages at the end (horizon, or the stopping time)
     t_end = horizon if status == ST_OK else max(t, warmup)
     if trace and status == ST_OK:  # every task done: close at the last completion
         t_end = max(t_done, warmup)
-    out_tend[0] = t_end
+    o.tend[0] = t_end
     span = max(t_end - warmup, 1e-300)
     if t_end > warmup:  # tasks still in system at the end
         for j in range(M):
-            p = head[j]
+            k = head[j]
             for _ in range(qlen[j]):
-                area[qc[p]] += t_end - max(qa[p], warmup)
-                p = qn[p]
+                area[qc[k]] += t_end - max(qa[k], warmup)
+                k = pl.nxt[k]
     for i in range(N):
-        out_q[i] = area[i] / span
+        o.q[i] = area[i] / span
     if status == ST_OK and not trace:
-        seg_close(sg, horizon, n, out_seg)
-    out_int[O_STATUS] = status
-    out_int[O_EVENTS] = events
-    out_int[O_ARRIVALS] = arrived.sum()
-    out_int[O_COMPLETIONS] = done_c.sum()
-    out_int[O_CONTACTED] = contacted
-    out_int[O_BINDS] = binds
-    out_int[O_PEAK] = peak
+        seg_close(sg, horizon, n, o.seg)
+    ints[O_STATUS] = status
+    ints[O_EVENTS] = events
+    ints[O_ARRIVALS] = arrived.sum()
+    ints[O_COMPLETIONS] = done_c.sum()
+    ints[O_CONTACTED] = contacted
+    ints[O_BINDS] = binds
+    ints[O_PEAK] = peak
     for i in range(N):
-        out_int[O_DONE + i] = done_c[i]
+        ints[O_DONE + i] = done_c[i]
         for m in range(M):
-            out_assigned[i, m] = assigned[i, m]
+            o.assigned[i, m] = assigned[i, m]
 
 
-run_mapping = njit(cache=True)(_run_mapping)
+# ----------------------------------------------------------------------------- kernels per family and tie rule
+def kernel_for(family: int, tie: int, user=None):
+    """The compiled :func:`run` with ``_view``/``_select`` bound to a built-in family (``F_*``) -- and, for the
+    least-ECT family, ``_TIE`` to the tie rule -- or to a
+    :class:`~hetsched.sim.mapping.policies.MappingPolicy` (``user``; the tie rule does not apply).
 
-_USER_KERNELS: dict[str, object] = {}
-
-
-def make_user_kernel(user) -> object:
-    """The kernel specialised for a :class:`~.policies.MappingPolicy` (once per policy per process).
-
-    Not cached on disk: the function body is shared by every user policy, so a
-    disk-cache entry could not tell two user policies apart.
+    Compiled once per process and cached on disk (:mod:`hetsched.sim.core.kernels`): a user policy by its
+    content (:func:`~hetsched.sim.core.kernels.policy_key`), so a new process, or a notebook restart,
+    reuses it; a policy that cannot be keyed is compiled in memory, once per process.
     """
-    k = _USER_KERNELS.get(user.token)
-    if k is None:
-        fn = user.compiled()
-        g = dict(_run_mapping.__globals__)
-        g["_select"] = _user_selector(fn, getattr(user, "uses_u", True))
-        body = _pytypes.FunctionType(_run_mapping.__code__, g, "run_mapping_" + "".join(
-            ch if ch.isalnum() else "_" for ch in user.name), _run_mapping.__defaults__, _run_mapping.__closure__)
-        k = njit(cache=False)(body)
-        _USER_KERNELS[user.token] = k
-    return k
+    import sys
+
+    from ..core.kernels import policy_key, specialise
+
+    mod = sys.modules[__name__]
+    pkgs = ("hetsched.sim.core", "hetsched.policies")
+    if user is None:
+        bound = int(tie) if family == F_ARGMIN else -1
+        rule = TIE_NAMES[bound] if bound >= 0 else "any"
+        view, select = SELECTIONS[family]
+        return specialise(mod, ["run"], {"_view": view, "_select": select, "_TIE": bound, "_USER": False},
+                          key=("mapping", FAMILY_NAMES[family], rule),
+                          label=f"mapping-{FAMILY_NAMES[family]}-ties-{rule}", packages=pkgs)["run"]
+    ukey = policy_key(user.fn)
+    view, select = user_selection(user.compiled(), getattr(user, "uses_u", True))
+    return specialise(mod, ["run"], {"_view": view, "_select": select, "_TIE": -1, "_USER": True},
+                      key=("mapping-user", ukey, bool(getattr(user, "uses_u", True))),
+                      label=f"mapping-user-{user.name}", packages=pkgs, cache=ukey is not None)["run"]
+
+
+def all_builtin_kernels():
+    """``(family, tie)`` of every built-in kernel (what ``hetsched warmup`` compiles): the least-ECT family
+    once per tie rule, every other family once (its tie rule read at run time)."""
+    out = [(F_ARGMIN, t) for t in sorted(TIE_NAMES)]
+    return out + [(f, TIE_LOWEST) for f in (F_MET, F_STATIC, F_TWO, F_GUIDED, F_GUIDED_TWO)]

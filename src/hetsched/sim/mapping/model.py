@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -11,9 +12,10 @@ import numpy as np
 from ...errors import ModelError
 from ..core.instability import default_bound as _bound
 from ..core.variates import GENERAL, ExecDist, exec_dist
+from .kernel import Params
 from .policies import DEFAULT_TIE, resolve, tie_code
 
-__all__ = ["prepare", "ect_weights", "integer_weights", "default_bound"]
+__all__ = ["prepare", "Prepared", "check_horizon", "ect_weights", "integer_weights", "default_bound", "MIN_SPAN"]
 
 
 def integer_weights(mu: np.ndarray, max_l: float = 2.0**36) -> tuple[np.ndarray, bool]:
@@ -28,7 +30,8 @@ def integer_weights(mu: np.ndarray, max_l: float = 2.0**36) -> tuple[np.ndarray,
     pos = mu[mu > 0]
     for d in range(4):
         scaled = pos * 10**d
-        if np.all(np.abs(scaled - np.round(scaled)) < 1e-9 * np.maximum(1, scaled)):
+        # (a rate below 10^-d rounds to 0: not a decimal with d digits, e.g. the smallest rate 1e-12)
+        if np.all(np.abs(scaled - np.round(scaled)) < 1e-9 * np.maximum(1, scaled)) and np.all(np.round(scaled) >= 1):
             ints = np.round(scaled).astype(np.int64)
             L = 1
             for r in np.unique(ints):
@@ -94,6 +97,42 @@ def default_bound(system) -> int:
     return _bound(system.M)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A validated (system, policy, options): the kernel's :class:`~.kernel.Params` and what the summary needs.
+
+    Made by :func:`prepare`; picklable (travels to worker processes once per
+    chunk of replications). ``dataclasses.replace`` derives variants (a trace
+    replay, records, a shorter warm-up run).
+    """
+
+    policy: str               #: policy name (a user policy's name)
+    code: int                 #: policy code (policies.py's table)
+    family: int               #: selection family (one compiled kernel per family and tie rule)
+    user: Any                 #: the MappingPolicy, or None
+    params: Any               #: kernel.Params
+    tie: int                  #: tie-rule code
+    tie_name: str
+    dist: ExecDist
+    time_scale: float         #: L (the engine's time unit is 1/L)
+    k: int | None
+    ns_formula: float | None  #: machines contacted per arrival, formula (2.5)
+    lam: float | None         #: lambda* of the allocation LP (LP-based policies)
+    stabilizable: bool | None
+    records: bool = False     #: keep per-task records
+    trace: Any = None         #: trace replay (prepare_trace), or None
+    guard: bool = True        #: run a user policy in a watched child (hetsched.sim.core.guard)
+    policy_timeout: float = 10.0  #: seconds without progress after which a user policy is stopped
+
+    @property
+    def general(self) -> bool:
+        return self.dist.code == GENERAL
+
+    def with_params(self, **changes) -> "Prepared":
+        """A copy with some kernel parameters changed (``horizon=``, ``tr_t=``, ...)."""
+        return replace(self, params=self.params._replace(**changes))
+
+
 def prepare(
     system,
     policy,
@@ -107,23 +146,28 @@ def prepare(
     horizon: float = 20_000.0,
     warmup: float = 0.0,
     max_in_system: int | None = None,
-) -> dict:
-    """Validate and turn ``system`` + ``policy`` into the kernel's arrays (a picklable dict).
+    policy_timeout: float = 10.0,
+) -> Prepared:
+    """Validate ``system`` + ``policy`` once and build the kernel's arrays (:class:`Prepared`).
 
     ``policy`` is a built-in name or a :class:`~.policies.MappingPolicy`.
     """
     pol, user = resolve(policy)
     if system.alpha_matrix is not None:
         raise ModelError("the mapping model has one arrival stream per class; 'alpha_matrix' is not supported here")
-    if not (isinstance(horizon, (int, float)) and math.isfinite(horizon) and horizon > 0):
-        raise ModelError(f"horizon must be a finite positive time, got {horizon!r}")
-    if not (isinstance(warmup, (int, float)) and 0 <= warmup < horizon):
-        raise ModelError(f"warmup must lie in [0, horizon), got {warmup!r}")
+    check_horizon(horizon, warmup)
+    if isinstance(policy_timeout, bool) or not isinstance(policy_timeout, (int, float)) or not (
+            math.isfinite(policy_timeout) and policy_timeout > 0):
+        raise ModelError(f"policy_timeout must be a positive number of seconds, got {policy_timeout!r}")
     d: ExecDist = exec_dist(system.exec_dist if dist is None else dist, scv=scv)
     mu = np.ascontiguousarray(system.mu_effective, dtype=float)
     alpha = np.ascontiguousarray(system.alpha_array, dtype=float)
     N, M = mu.shape
     can = mu > 0
+    for i in range(N):
+        if not can[i].any():
+            raise ModelError(f"class {i + 1} ({_class_name(system, i)}): no machine can run it (every rate "
+                             f"mu[{i + 1}, j] is 0 after availabilities), so its tasks can never be placed")
     pw = np.zeros((N, M))
     pi = np.zeros((N, M))
     lp = None
@@ -140,7 +184,7 @@ def prepare(
     elif pol.name == "kpb":
         if k is None:
             raise ModelError("policy 'kpb' needs --k (the number of machines k-bar considered per class)")
-        if not (isinstance(k, (int, np.integer)) and 1 <= k <= M):
+        if isinstance(k, bool) or not (isinstance(k, (int, np.integer)) and 1 <= k <= M):
             raise ModelError(f"k must be an integer in [1, {M}] (machines per class), got {k!r}")
         mask = np.zeros((N, M), bool)
         for i in range(N):
@@ -155,9 +199,13 @@ def prepare(
         raise ModelError(f"C (Guided-LPAS constants C_ij) must be finite and >= 0, got {C!r}")
     if max_in_system is None:
         max_in_system = default_bound(system)
-    if not (isinstance(max_in_system, (int, np.integer)) and max_in_system >= 1):
+    if isinstance(max_in_system, bool) or not (isinstance(max_in_system, (int, np.integer)) and max_in_system >= 1):
         raise ModelError(f"max_in_system must be a positive integer, got {max_in_system!r}")
     w, incremental, scale = ect_weights(mu, int(max_in_system))
+    winv = np.where(can, w, 0.0)
+    wc = np.zeros((N, M))
+    for i in range(N):
+        wc[i, :ncand[i]] = w[i, cand[i, :ncand[i]]]
     tcode = tie_code(tie)
     if user is not None:
         user.compiled()  # compile and check the user's function once, here: errors name the policy
@@ -167,30 +215,41 @@ def prepare(
             "met": np.zeros(N), "lp-static": np.zeros(N),
             "lpas-2k": np.minimum(ncand, 2), "guided-lpas-2k": np.minimum(ncand, 2),
         }.get(pol.name, ncand))
-    return {
-        "policy": pol.name,
-        "code": pol.code,
-        "user": user,
-        "alpha": alpha,
-        "mu": mu,
-        "w": w,
-        "incremental": incremental,
-        "time_scale": scale,
-        "mu_policy": np.ascontiguousarray(mu / scale),
-        "cand": cand,
-        "ncand": ncand,
-        "pw": pw,
-        "pi": pi,
-        "C": C_arr,
-        "dist": d,
-        "tie": tcode,
-        "tie_name": "user-defined" if user is not None else str(tie).strip().lower(),
-        "horizon": float(horizon),
-        "warmup": float(warmup),
-        "max_in_system": int(max_in_system),
-        "k": k,
-        "ns_formula": ns_formula,
-        "lam": None if lp is None else float(lp.lam),
-        "stabilizable": None if lp is None else bool(lp.stabilizable),
-        "general": d.code == GENERAL,
-    }
+    mu_pol = np.ascontiguousarray(mu / scale)
+    mu_pol.flags.writeable = False  # what a user policy sees: read-only
+    empty_f, empty_i = np.zeros(0), np.zeros(0, np.int64)
+    params = Params(
+        alpha=alpha, mu=mu, mu_pol=mu_pol, w=w, winv=winv, cand=cand, ncand=ncand, wc=wc, pw=pw, pi=pi,
+        cmat=C_arr, dist=int(d.code), dpar=np.array(d.par, float), gen=np.zeros((N, 1)),
+        incremental=bool(incremental), horizon=float(horizon), warmup=float(warmup),
+        max_in_system=int(max_in_system), tie=int(tcode), tr_t=empty_f, tr_x=empty_f, tr_c=empty_i,
+    )
+    return Prepared(
+        policy=pol.name, code=pol.code, family=pol.family, user=user, params=params, tie=tcode,
+        tie_name="user-defined" if user is not None else str(tie).strip().lower(), dist=d, time_scale=scale,
+        k=k, ns_formula=ns_formula, lam=None if lp is None else float(lp.lam),
+        stabilizable=None if lp is None else bool(lp.stabilizable), policy_timeout=float(policy_timeout),
+    )
+
+
+#: the shortest horizon (after the warm-up) a run accepts: below it the instability rule's segments
+#: (of length (horizon - warmup) / NSEG) would be shorter than the time resolution near 0
+MIN_SPAN = 1e-9
+
+
+def check_horizon(horizon, warmup) -> None:
+    """The one check of ``horizon`` and ``warmup`` (the same message in the API and on the command line)."""
+    if isinstance(horizon, bool) or not (isinstance(horizon, (int, float, np.floating, np.integer))
+                                         and math.isfinite(horizon) and horizon > 0):
+        raise ModelError(f"horizon must be a finite positive time, got {horizon!r}")
+    if isinstance(warmup, bool) or not (isinstance(warmup, (int, float, np.floating, np.integer))
+                                        and 0 <= warmup < horizon):
+        raise ModelError(f"warmup must lie in [0, horizon), got {warmup!r}")
+    if horizon - warmup < MIN_SPAN:
+        raise ModelError(f"horizon must exceed warmup by at least {MIN_SPAN:g} time units (the statistics need "
+                         f"a span to average over), got horizon {horizon!r}, warmup {warmup!r}")
+
+
+def _class_name(system, i: int) -> str:
+    names = getattr(system, "class_names", None)
+    return str(names[i]) if names and i < len(names) else f"class {i + 1}"

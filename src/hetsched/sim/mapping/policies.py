@@ -42,12 +42,20 @@ integer when the rates are small decimals, so sums and ties are exact:
 ``mu`` is the system's rates divided by ``L``; ``L = 1`` otherwise); ``u`` a
 uniform(0, 1] from the policy's own stream (drawn at every arrival; skipped
 when the function never reads ``u``, since nobody could observe it). It
-returns a machine index. The function is compiled with numba (nopython), and
-the simulation kernel is specialised once per policy per process, so no Python
-runs per event. A returned index outside ``0..M-1`` or a machine with
-``mu_ij = 0`` stops the run with a :class:`~hetsched.errors.ModelError` naming
-the policy, the class and the value. A user policy breaks its own ties (with
-``u`` if it wants them random); the ``tie`` option does not apply to it.
+returns a machine index. The function is compiled with numba (nopython) into
+the simulation kernel, so no Python runs per event; the kernel is cached on
+disk by the function's content (:mod:`hetsched.sim.core.kernels`), so a new
+process reuses it. A user policy breaks its own ties (with ``u`` if it wants
+them random); the ``tie`` option does not apply to it.
+
+Safety: ``mu``, ``n`` and ``work`` are read-only (a function that writes to
+them is refused when it is compiled); indexing is bounds-checked and division
+by zero raises, as in Python; the run happens in a watched child process
+(:mod:`hetsched.sim.core.guard`), so a crash cannot take the interpreter with
+it, Ctrl-C stops it, and a policy that makes no progress for
+``policy_timeout`` seconds (default 10) is stopped. Each of these, and a
+returned index outside ``0..M-1`` or a machine with ``mu_ij = 0``, stops the
+run with a :class:`~hetsched.errors.ModelError` naming the policy.
 """
 
 from __future__ import annotations
@@ -61,26 +69,32 @@ __all__ = ["Policy", "POLICIES", "TIE_RULES", "DEFAULT_TIE", "USER_CODE", "get_p
            "MappingPolicy", "mapping_policy"]
 
 
+# selection families: the policies of one family share one compiled kernel (per tie rule); the numbers are
+# those of hetsched.sim.mapping.kernel.F_* (kept here too so that this module loads no numba)
+F_ARGMIN, F_MET, F_STATIC, F_TWO, F_GUIDED, F_GUIDED_TWO, F_USER = range(7)
+
+
 @dataclass(frozen=True)
 class Policy:
     name: str
     code: int
     title: str
     uses_lp: bool
+    family: int
     needs_k: bool = False
 
 
 POLICIES: dict[str, Policy] = {
     p.name: p
     for p in (
-        Policy("met", 0, "MET (minimum execution time)", False),
-        Policy("mct", 1, "MCT (minimum completion time)", False),
-        Policy("kpb", 2, "KPB (k-percent best; k = number of machines)", False, needs_k=True),
-        Policy("lpas", 3, "LPAS (LP-based affinity scheduling)", True),
-        Policy("lpas-2k", 4, "LPAS-2/k (two choices within S_i)", True),
-        Policy("lp-static", 5, "LP-Static (random with probabilities (2.6))", True),
-        Policy("guided-lpas", 6, "Guided-LPAS", True),
-        Policy("guided-lpas-2k", 7, "Guided-LPAS-2/k", True),
+        Policy("met", 0, "MET (minimum execution time)", False, F_MET),
+        Policy("mct", 1, "MCT (minimum completion time)", False, F_ARGMIN),
+        Policy("kpb", 2, "KPB (k-percent best; k = number of machines)", False, F_ARGMIN, needs_k=True),
+        Policy("lpas", 3, "LPAS (LP-based affinity scheduling)", True, F_ARGMIN),
+        Policy("lpas-2k", 4, "LPAS-2/k (two choices within S_i)", True, F_TWO),
+        Policy("lp-static", 5, "LP-Static (random with probabilities (2.6))", True, F_STATIC),
+        Policy("guided-lpas", 6, "Guided-LPAS", True, F_GUIDED),
+        Policy("guided-lpas-2k", 7, "Guided-LPAS-2/k", True, F_GUIDED_TWO),
     )
 }
 USER_CODE = 8
@@ -106,6 +120,7 @@ class MappingPolicy(UserPolicy):
     __hetsched_model__ = "mapping"  # hetsched.simulate routes a policy object to its model by this
     KIND = "mapping policy"
     ARGS = ("i", "mu", "n", "work", "u")
+    READ_ONLY = ("mu", "n", "work")
     RETURNS = "a machine index"
 
     def __init__(self, fn, name: str | None = None, _token: str | None = None):
@@ -115,7 +130,9 @@ class MappingPolicy(UserPolicy):
     def signature(self):
         from numba import types
 
-        return (types.int64, types.float64[:, ::1], types.int64[::1], types.float64[::1], types.float64)
+        ro = dict(readonly=True)
+        return (types.int64, types.Array(types.float64, 2, "C", **ro), types.Array(types.int64, 1, "C", **ro),
+                types.Array(types.float64, 1, "C", **ro), types.float64)
 
 
 def _reads_argument(fn, name: str) -> bool:
@@ -161,7 +178,7 @@ def mapping_policy(fn=None, *, name: str | None = None):
 def resolve(policy) -> tuple[Policy, MappingPolicy | None]:
     """``(Policy, user)`` for a policy name or a :class:`MappingPolicy`."""
     if isinstance(policy, MappingPolicy):
-        return Policy(policy.name, USER_CODE, f"user policy {policy.name}", False), policy
+        return Policy(policy.name, USER_CODE, f"user policy {policy.name}", False, F_USER), policy
     if callable(policy) and not isinstance(policy, str):
         raise ModelError(f"policy {getattr(policy, '__name__', policy)!r} is a plain function: decorate it with "
                          f"@hetsched.mapping_policy")

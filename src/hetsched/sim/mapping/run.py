@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,21 +25,19 @@ __all__ = ["simulate", "plan", "replication", "summarize", "instability_rule", "
 instability_rule = trend_unstable
 
 
-def _kernel(params: dict):
+def _kernel(prep):
     from . import kernel as K
 
-    if params["user"] is not None:
-        return K.make_user_kernel(params["user"])
-    return K.run_mapping
+    return K.kernel_for(prep.family, prep.tie, prep.user)
 
 
 _EMPTY_F = np.zeros(0)
 _EMPTY_I = np.zeros(0, np.int64)
 
 
-def _window(seed_seq: np.random.SeedSequence, params: dict):
+def _window(seed_seq: np.random.SeedSequence, prep):
     """Trace arrays of this replication's window (window ``r`` for child ``r`` of the root seed)."""
-    tr = params.get("trace")
+    tr = prep.trace
     if tr is None:
         return _EMPTY_F, _EMPTY_F, _EMPTY_I, 0, 0.0
     b = tr["bounds"]
@@ -48,88 +48,111 @@ def _window(seed_seq: np.random.SeedSequence, params: dict):
     return np.ascontiguousarray(t - t[0]), tr["x"][lo:hi], tr["c"][lo:hi], lo, float(t[0])
 
 
-def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
+def _policy_error(prep, exc) -> ModelError:
+    """A user policy's failure (from the guarded child or the kernel itself) as one line naming the policy."""
+    from ..core.guard import PolicyFailed, PolicyStalled
+
+    name = prep.policy
+    N, M = prep.params.mu.shape
+    if isinstance(exc, PolicyStalled):
+        return ModelError(f"mapping policy {name!r} made no progress for {exc.seconds:g} s (an endless loop?) and "
+                          f"was stopped; give policy_timeout=SECONDS if one decision really takes longer")
+    kind, text = (exc.kind, exc.message) if isinstance(exc, PolicyFailed) else (type(exc).__name__, str(exc))
+    if kind.startswith("SIG"):
+        return ModelError(f"mapping policy {name!r} crashed the simulation process ({kind}); "
+                          f"this interpreter is unaffected")
+    hint = ""
+    if kind == "IndexError":
+        hint = f" (mu is {N} x {M}; n and work have {M} entries; classes 0..{N - 1}, machines 0..{M - 1})"
+    return ModelError(f"mapping policy {name!r} failed: {kind}: {text}{hint}")
+
+
+def _cpu_now() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def replication(seed_seq: np.random.SeedSequence, prep) -> dict:
     """One replication (picklable top-level function for :func:`hetsched.runner.replicate`).
 
-    With ``params["trace"]`` (:func:`prepare_trace`) replication ``r`` replays
-    window ``r`` of the trace; with ``params["records"]`` it returns the
-    per-task records as arrays (``rec_*``; :func:`records_of` makes the frame).
+    ``prep`` is a :class:`~.model.Prepared`. With ``prep.trace``
+    (:func:`prepare_trace`) replication ``r`` replays window ``r`` of the
+    trace; with ``prep.records`` it returns the per-task records as arrays
+    (``rec_*``; :func:`records_of` makes the frame). A user policy runs in a
+    watched child process (:mod:`hetsched.sim.core.guard`) unless
+    ``prep.guard`` is false.
     """
+    from ..core import guard as G
     from . import kernel as K
 
-    run = _kernel(params)
+    run = _kernel(prep)
     seed_seq = seed_sequence(seed_seq)
-    tr_t, tr_x, tr_c, tr_lo, tr_t0 = _window(seed_seq, params)
+    tr_t, tr_x, tr_c, tr_lo, tr_t0 = _window(seed_seq, prep)
     trace = tr_t.shape[0] > 0
-    want_rec = bool(params.get("records"))
+    p = prep.params
+    if trace:
+        p = p._replace(tr_t=tr_t, tr_x=tr_x, tr_c=tr_c)
+    want_rec = bool(prep.records)
     rec_len = 0
-    alpha, mu = params["alpha"], params["mu"]
-    N = alpha.shape[0]
-    d: ExecDist = params["dist"]
-    H = params["horizon"]
-    dpar = np.array(d.par, float)
+    alpha, mu = p.alpha, p.mu
+    N, M = mu.shape
+    H = p.horizon
     gen_len = 0
+    guarded = prep.user is not None and prep.guard and G.can_guard()
     while True:
         st = make_streams(seed_seq, K.n_streams(N))  # arrivals 0..N-1, sizes N..2N-1, policy, ties
-        if params["general"]:
+        if prep.general:
             if gen_len == 0:
                 gen_len = int(alpha.max() * H + 8 * math.sqrt(alpha.max() * H) + 64)
             gss = np.random.SeedSequence(seed_seq.entropy, spawn_key=tuple(seed_seq.spawn_key) + (2**31 - 1,))
-            gen = draw_general(d, N, gen_len, np.random.default_rng(gss))
-        else:
-            gen = np.zeros((N, 1))
-        out_q = np.zeros(N)
-        out_resp = np.zeros(N)
-        out_seg = np.zeros(NSEG)
-        out_int = np.zeros(K.O_DONE + N, np.int64)
-        out_assigned = np.zeros((N, mu.shape[1]), np.int64)
-        out_tend = np.zeros(1)
-        out_work = np.zeros(mu.shape[1])
-        if want_rec:
-            if rec_len == 0:
-                rec_len = tr_t.shape[0] if trace else int(alpha.sum() * H + 8 * math.sqrt(alpha.sum() * H) + 64)
-            rec_a, rec_s, rec_e = np.full(rec_len, np.nan), np.full(rec_len, np.nan), np.full(rec_len, np.nan)
-            rec_m = np.full(rec_len, -1, np.int64)
-            rec_c = np.full(rec_len, -1, np.int64)
-        else:
-            rec_a = rec_s = rec_e = _EMPTY_F
-            rec_m = rec_c = _EMPTY_I
+            p = p._replace(gen=draw_general(prep.dist, N, gen_len, np.random.default_rng(gss)))
+        if want_rec and rec_len == 0:
+            rec_len = tr_t.shape[0] if trace else int(alpha.sum() * H + 8 * math.sqrt(alpha.sum() * H) + 64)
+        o = K.new_out(N, M, rec_len if want_rec else 0, zeros=G.shared_zeros if guarded else np.zeros)
         t0 = time.perf_counter()
-        c0 = time.process_time()
-        run(
-            params["code"], alpha, mu, params["mu_policy"], params["w"], params["incremental"], params["cand"],
-            params["ncand"],
-            params["pw"], params["pi"], params["C"], d.code, dpar, gen,
-            H, params["warmup"], params["max_in_system"], params["tie"], st,
-            out_q, out_resp, out_seg, out_int, out_assigned,
-            tr_t, tr_x, tr_c, rec_a, rec_s, rec_e, rec_m, rec_c, out_tend, out_work,
-        )
+        c0 = _cpu_now()
+        try:
+            if guarded:
+                if hasattr(run, "compile"):  # (not under NUMBA_DISABLE_JIT)
+                    # compile (or load) here, never in the watched child: its progress counter must start at once
+                    from numba import typeof
+
+                    run.compile(tuple(typeof(a) for a in (p, o, st)))
+                G.run_guarded(lambda: run(p, o, st), o.ints, stall=prep.policy_timeout)
+            else:
+                run(p, o, st)
+        except (G.PolicyFailed, G.PolicyStalled, IndexError, ZeroDivisionError, ArithmeticError) as exc:
+            if prep.user is None:
+                raise
+            raise _policy_error(prep, exc) from None
         wall = time.perf_counter() - t0
-        cpu = time.process_time() - c0
-        if out_int[K.O_STATUS] == K.ST_EXHAUSTED:  # general samples exhausted (about 8 sigma): twice as many
+        cpu = _cpu_now() - c0
+        status = int(o.ints[K.O_STATUS])
+        if status == K.ST_EXHAUSTED:  # general samples exhausted (about 8 sigma): twice as many
             gen_len *= 2
             continue
-        if out_int[K.O_STATUS] == K.ST_RECORDS_FULL:  # more arrivals than the record arrays hold: twice as many
+        if status == K.ST_RECORDS_FULL:  # more arrivals than the record arrays hold: twice as many
             rec_len *= 2
             continue
         break
-    status = int(out_int[K.O_STATUS])
+    out_int = o.ints
     if status == K.ST_BAD_CHOICE:
         i, j = int(out_int[K.O_BAD_CLASS]), int(out_int[K.O_BAD_VALUE])
-        M = mu.shape[1]
         why = (f"outside 0..{M - 1}" if not 0 <= j < M else f"machine {j} cannot run class {i + 1} (mu[{i}, {j}] = 0)")
-        raise ModelError(f"mapping policy {params['policy']!r} returned machine {j} for a task of class {i + 1} "
+        raise ModelError(f"mapping policy {prep.policy!r} returned machine {j} for a task of class {i + 1} "
                          f"(index {i}): {why}")
+    out_q, out_resp, out_seg = o.q, o.resp, o.seg
     done = out_int[K.O_DONE:K.O_DONE + N].astype(float)
     W = np.where(done > 0, out_resp / np.maximum(done, 1), np.nan)
     arrivals = int(out_int[K.O_ARRIVALS])
     trend = status == K.ST_OK and not trace and trend_unstable(out_seg)
     Q = float(out_q.sum())
-    t_end = float(out_tend[0])
-    span = (t_end if trace else H) - params["warmup"]
+    t_end = float(o.tend[0])
+    span = (t_end if trace else H) - p.warmup
     # Little's law on this run: Qbar = sum_i (completions_i / span) W_i, up to edge effects
     lam_hat = done / span
     little = float(np.nansum(lam_hat * W))
+    out_assigned = np.asarray(o.assigned)
     return {
         "Q": Q,
         "Q_class": out_q.tolist(),
@@ -150,10 +173,10 @@ def replication(seed_seq: np.random.SeedSequence, params: dict) -> dict:
         "share": (out_assigned / np.maximum(out_assigned.sum(axis=1, keepdims=True), 1)).tolist(),
         "wall": wall,
         "cpu": cpu,
-        **({"jobs": int(tr_t.shape[0]), "t_end": t_end, "window_start": tr_t0, "work": out_work.tolist(),
+        **({"jobs": int(tr_t.shape[0]), "t_end": t_end, "window_start": tr_t0, "work": np.array(o.work).tolist(),
             "span": float(tr_t[-1])} if trace else {}),
-        **(_rec_arrays(rec_a, rec_s, rec_e, rec_m, rec_c, tr_lo, tr_t0, arrivals)
-           if want_rec else {}),
+        **(_rec_arrays(np.array(o.rec_a), np.array(o.rec_s), np.array(o.rec_e), np.array(o.rec_m),
+                       np.array(o.rec_c), tr_lo, tr_t0, arrivals) if want_rec else {}),
     }
 
 
@@ -181,19 +204,20 @@ def records_of(runs: list[dict]):
     return pd.concat(parts, ignore_index=True)
 
 
-def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenario: str = "") -> SimResult:
+def summarize(prep, runs: list[dict], *, seed: int, wall: float, scenario: str = "", system=None) -> SimResult:
     """Aggregate replications: Student-t CIs, instability verdict, diagnostics.
 
-    A trace replay (``params["trace"]``) reports ``W`` (mean response time) as
+    A trace replay (``prep.trace``) reports ``W`` (mean response time) as
     its metric, plus ``jobs``, ``load``, ``lp_lambda``; its instability verdict
     is the allocation LP's for the trace's class mix (a finite trace always
     drains, so no run can show growth), and its records, if asked for, are
     ``res.records``.
     """
     R = len(runs)
-    N = len(params["alpha"])
-    tr = params.get("trace")
-    records = records_of(runs) if params.get("records") else None
+    p = prep.params
+    N = len(p.alpha)
+    tr = prep.trace
+    records = records_of(runs) if prep.records else None
     unstable, n_bound, n_trend = verdict([r["hit_bound"] for r in runs], [r["trend"] for r in runs])
     metric = "Q" if tr is None else "W"
     policy_load = busiest = None
@@ -208,15 +232,15 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
     little = float(np.mean([abs(r["little_Q"] - r["Q"]) / max(r["Q"], 1e-12) for r in runs]))
     msg = "ok"
     if unstable:
-        msg = (f"unstable: {n_bound} of {R} replications exceeded {params['max_in_system']} tasks in system, "
+        msg = (f"unstable: {n_bound} of {R} replications exceeded {p.max_in_system} tasks in system, "
                f"{n_trend} of {R} show a growing number in system")
     elif tr is not None and not tr["stable"]:
         unstable = True
         msg = (f"unstable: the allocation LP for the trace's class mix gives lambda* = {tr['lp_lambda']:.6g} <= 1 "
                f"(load {tr['load']:.4g}): the offered work exceeds the capacity under every allocation")
-    elif params.get("stabilizable") is False:
+    elif prep.stabilizable is False:
         unstable = True
-        msg = (f"unstable: the allocation LP gives lambda* = {params['lam']:.6g} <= 1, so no policy can "
+        msg = (f"unstable: the allocation LP gives lambda* = {prep.lam:.6g} <= 1, so no policy can "
                f"stabilise this system (the runs did not show it yet)")
     contacted = [r["contacted"] for r in runs]
     trace_extra = {}
@@ -228,16 +252,17 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
     if records is not None:
         trace_extra["records_unfinished"] = int(sum(r.pop("rec_unfinished") for r in runs))
     res = from_replications(
-        runs, model="mapping", policy=params["policy"], metric=metric, key=metric, per_class=per_class,
-        wall_seconds=wall, unstable=unstable, message=msg, scenario=scenario, horizon=params["horizon"], seed=seed,
-        options={"k": params["k"], "tie": params["tie_name"], "dist": params["dist"].name,
-                 "warmup": params["warmup"], "incremental_sums": params["incremental"], "time_scale": params["time_scale"],
-                 "max_in_system": params["max_in_system"], "lambda_star": params["lam"]},
+        runs, model="mapping", policy=prep.policy, metric=metric, key=metric, per_class=per_class,
+        wall_seconds=wall, unstable=unstable, message=msg, scenario=scenario, horizon=p.horizon, seed=seed,
+        options={"k": prep.k, "tie": prep.tie_name, "dist": prep.dist.name,
+                 "warmup": p.warmup, "incremental_sums": p.incremental, "time_scale": prep.time_scale,
+                 "max_in_system": p.max_in_system, "lambda_star": prep.lam},
         extra={
-            "unstable_reps": int(n_trend), "hit_bound_reps": int(n_bound), "warmup": params["warmup"],
+            "unstable_reps": int(n_trend), "hit_bound_reps": int(n_bound), "warmup": p.warmup,
+            **names_extra(system, N, p.mu.shape[1]),
             "kernel_seconds": float(sum(r["wall"] for r in runs)),
-            "contacted": float(np.mean(contacted)) if params["ns_formula"] is not None else None,
-            "contacted_formula": params["ns_formula"],
+            "contacted": float(np.mean(contacted)) if prep.ns_formula is not None else None,
+            "contacted_formula": prep.ns_formula,
             "binds": float(np.mean([r["binds"] for r in runs])),
             "little_rel_error": little,
             **trace_extra,
@@ -247,69 +272,79 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
     return res
 
 
-def _batch_means(res: SimResult, k: int, N: int, *, keep_records: bool) -> None:
-    """Turn one whole-log replay into ``k`` batch means (equal job counts, in arrival order), in place."""
-    from ...stats import t_interval
-
-    rec = res.records.sort_values("task", kind="stable")
-    resp = (rec["end"] - rec["arrival"]).to_numpy()
-    cls = rec["class"].to_numpy()
-    parts = np.array_split(np.arange(resp.size), k)
-    Wb = [float(resp[p].mean()) for p in parts]
-    e = t_interval(Wb)
-    res.set_estimate(float(e.mean), (float(e.low), float(e.high)), float(e.rel_half_width))
-    for i, pc in enumerate(res.per_class):
-        vals = [float(resp[p][cls[p] == i].mean()) for p in parts if (cls[p] == i).any()]
-        ei = t_interval(vals) if len(vals) > 1 else None
-        pc["mean"] = pc["W"] = float(np.mean(vals)) if vals else None
-        pc["ci"] = pc["W_ci"] = None if ei is None else [float(ei.low), float(ei.high)]
-        pc.pop("Q_ci", None)
-    res.reps = k
-    res.extra["windows"] = k
-    res.extra["W_windows"] = Wb
-    res.extra["W_log"] = float(resp.mean())
-    if not keep_records:
-        res.records = None
-
-
-def prepare_trace(params: dict, tw, reps: int) -> dict:
-    """Params of :func:`prepare` turned into a replay of the :class:`~hetsched.traces.TraceWorkload` ``tw``
+def prepare_trace(prep, tw, reps: int):
+    """A :class:`~.model.Prepared` of :func:`prepare` turned into a replay of the :class:`~hetsched.traces.TraceWorkload` ``tw``
     in ``reps`` consecutive windows (replication ``r`` replays window ``r``, :meth:`TraceWorkload.windows`)."""
     n = len(tw)
     if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or not 1 <= reps <= n // 2:
         raise ModelError(f"reps: a trace of {n} jobs splits into 1 to {n // 2} windows (replications), got {reps!r}")
-    if tw.N != len(params["alpha"]):
-        raise ModelError(f"trace: prepared for {tw.N} classes, the system has {len(params['alpha'])}")
-    bounds = np.r_[0, np.cumsum([len(p) for p in np.array_split(np.arange(n), int(reps))])].astype(np.int64)
-    ns = params["ns_formula"]
+    p = prep.params
+    if tw.N != len(p.alpha):
+        raise ModelError(f"trace: prepared for {tw.N} classes, the system has {len(p.alpha)}")
+    bounds = np.r_[0, np.cumsum([len(b) for b in np.array_split(np.arange(n), int(reps))])].astype(np.int64)
+    ns = prep.ns_formula
     if ns is not None:  # machines contacted per arrival: weighted by the trace's job counts, not by alpha
-        nc = params["ncand"]
+        nc = p.ncand
         per = {"met": 0 * nc, "lp-static": 0 * nc, "lpas-2k": np.minimum(nc, 2),
-               "guided-lpas-2k": np.minimum(nc, 2)}.get(params["policy"], nc)
+               "guided-lpas-2k": np.minimum(nc, 2)}.get(prep.policy, nc)
         ns = float(np.bincount(tw.klass, minlength=len(nc)) @ per / n)
-    return {**params, "ns_formula": ns, "horizon": float(np.finfo(float).max), "warmup": 0.0,
-            "max_in_system": max(int(params["max_in_system"]), n + 1),
-            "trace": {"t": np.ascontiguousarray(tw.arrival, dtype=float), "x": np.ascontiguousarray(tw.size, dtype=float),
+    return replace(prep.with_params(horizon=float(np.finfo(float).max), warmup=0.0,
+                                    max_in_system=max(int(p.max_in_system), n + 1)), ns_formula=ns,
+                   trace={"t": np.ascontiguousarray(tw.arrival, dtype=float), "x": np.ascontiguousarray(tw.size, dtype=float),
                       "c": np.ascontiguousarray(tw.klass, dtype=np.int64), "bounds": bounds,
                       "stable": tw.stable, "load": tw.load, "lp_lambda": tw.lp_lambda, "target_load": tw.target_load,
-                      "rule": tw.rule, "source": tw.source, "verdict": tw.verdict}}
+                      "rule": tw.rule, "source": tw.source, "verdict": tw.verdict})
 
 
-def warm_up_kernels(params: dict | None = None) -> None:
-    """Compile (or load from the numba cache) the kernel in this process; for ``params``' kernel if given."""
+def names_extra(system, N: int, M: int) -> dict:
+    """``class_names`` and ``machine_names`` for a result's ``extra``: the system's names, else ``"1"``, ``"2"``, ...
+    (numbered from 1)."""
+    cn = list(getattr(system, "class_names", None) or []) if system is not None else []
+    class_names = [str(cn[i]) if i < len(cn) and cn[i] else str(i + 1) for i in range(N)]
+    mn = []
+    if system is not None:
+        names = getattr(system, "machine_names", None)
+        mn = list(names) if names else (system.machine_labels() if hasattr(system, "machine_labels") else [])
+    machine_names = [str(mn[j]) if j < len(mn) else str(j + 1) for j in range(M)]
+    return {"class_names": class_names, "machine_names": machine_names}
+
+
+def warm_up_kernels(prep=None) -> None:
+    """Compile (or load from the on-disk cache) a kernel in this process: ``prep``'s, else MCT's (random ties)."""
     from ...system import MachineGroup, System
 
+    if prep is None:
+        tiny = System(id="warm-up", alpha=(1.0,), groups=(MachineGroup("m", 2, (2.0,)),))
+        prep = prepare(tiny, "mct", horizon=1.0)
+    prep = replace(prep.with_params(horizon=1e-9, warmup=0.0), trace=None, records=False, guard=False)
+    replication(np.random.SeedSequence(0), prep)
+
+
+def warm_up_all(progress=None) -> int:
+    """Compile every built-in kernel of the mapping model (each family x tie rule) into the on-disk cache.
+
+    ``progress(label)`` is called before each. Returns the number of kernels.
+    """
+    from ...system import MachineGroup, System
+    from . import kernel as K
+    from .policies import POLICIES
+
     tiny = System(id="warm-up", alpha=(1.0,), groups=(MachineGroup("m", 2, (2.0,)),))
-    p = prepare(tiny, "mct", horizon=1.0) if params is None else {**params, "horizon": 1e-9, "warmup": 0.0,
-                                                                    "trace": None, "records": False}
-    replication(np.random.SeedSequence(0), p)
+    prep = prepare(tiny, "mct", horizon=1.0)
+    fam_policy = {}
+    for pol in POLICIES.values():
+        fam_policy.setdefault(pol.family, pol.name)
+    kernels = K.all_builtin_kernels()
+    for fam, tie in kernels:
+        if progress is not None:
+            rule = f"ties {K.TIE_NAMES[tie]}" if fam == K.F_ARGMIN else "every tie rule"
+            progress(f"mapping {K.FAMILY_NAMES[fam]} (e.g. {fam_policy[fam]}), {rule}")
+        warm_up_kernels(replace(prep.with_params(tie=tie), family=fam, tie=tie, tie_name=K.TIE_NAMES[tie]))
+    return len(kernels)
 
 
 def _load_modules() -> None:
-    """Import what a run needs (the LP solver, scipy.stats for the intervals) before timing it."""
-    import scipy.stats  # noqa: F401
-
-    from ... import lp  # noqa: F401
+    """Import what a run needs before timing it (the intervals need no scipy: :mod:`hetsched.stats`)."""
 
 
 def simulate(
@@ -336,6 +371,7 @@ def simulate(
     classes: str = "runtime",
     records: bool = False,
     windows: str = "batch",
+    policy_timeout: float = 10.0,
 ) -> SimResult:
     """Simulate the immediate-mode mapping model of ``system`` under ``policy``.
 
@@ -386,6 +422,9 @@ def simulate(
         columns of :data:`hetsched.traces.RECORD_COLUMNS` and ``rep``; tasks
         unfinished at the horizon are left out and counted in
         ``records_unfinished``).
+    policy_timeout : float
+        A user policy runs in a watched child process; it is stopped with an
+        error when the run makes no progress for this many seconds (default 10).
 
     Returns
     -------
@@ -395,24 +434,29 @@ def simulate(
         per arrival) and formula (2.5), Guided-LPAS ``binds``, Little's-law
         check ``little_rel_error``.
     """
-    from ...runner import _check, replicate
+    from ...runner import check_run, replicate
 
     _load_modules()  # start-up: module imports are not part of wall_seconds
     t_start = time.perf_counter()
     pl = plan(system, policy, reps=reps, horizon=horizon, seed=seed, warmup=warmup, k=k, tie=tie, C=C, dist=dist,
               scv=scv, lp_solution=lp_solution, max_in_system=max_in_system, trace=trace, load=load,
-              classes=classes, records=records, windows=windows)
+              classes=classes, records=records, windows=windows, policy_timeout=policy_timeout)
     job = pl.job
-    n_workers = _check(job.reps, job.seed, workers, backend, scheduler)
-    # start-up, not timed: compile (or load from the numba cache) here, so that forked workers inherit
+    if scheduler is not None and backend != "dask":
+        raise ModelError(f"scheduler {scheduler!r} applies only with backend 'dask' (--backend dask)")
+    n_workers = check_run(job.reps, job.seed, workers, backend, scheduler)
+    prep = job.params
+    if backend == "dask":  # a Dask worker runs threads: no forked watchdog there
+        prep = replace(prep, guard=False)
+    # start-up, not timed: compile (or load from the on-disk cache) here, so that forked workers inherit
     # it; start the pool and load the kernel in every worker
     t_warm = time.perf_counter()
-    warm_up_kernels(job.params if job.params["user"] is not None else None)
+    warm_up_kernels(prep)
     if backend == "local" and n_workers > 1:
-        replicate(replication, {**job.params, "horizon": 1e-9, "trace": None, "records": False}, n_workers, 0,
-                  workers=n_workers, progress=False)
+        replicate(replication, replace(prep.with_params(horizon=1e-9, warmup=0.0), trace=None, records=False,
+                                       guard=False), n_workers, 0, workers=n_workers, progress=False)
     startup = time.perf_counter() - t_warm
-    runs = replicate(job.fn, job.params, job.reps, job.seed, workers=workers, backend=backend,
+    runs = replicate(job.fn, prep, job.reps, job.seed, workers=workers, backend=backend,
                      scheduler=scheduler, progress=progress, label=job.label)
     res = pl.finish(runs, 0.0)
     # wall_seconds: everything after start-up (validation, LP, replications, summary)
@@ -425,7 +469,7 @@ def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int
          warmup: float = 0.0, k: int | None = None, tie: str = DEFAULT_TIE, C: float | np.ndarray = 1.0,
          dist: Any = None, scv: float = 2.0, lp_solution: str = "vertex", max_in_system: int | None = None,
          trace: Any = None, load: float | None = None, classes: str = "runtime", records: bool = False,
-         windows: str = "batch"):
+         windows: str = "batch", policy_timeout: float = 10.0):
     """:func:`simulate` split at its replications (for :class:`hetsched.runner.Batch`).
 
     Validates and prepares exactly as :func:`simulate` (same arguments but the
@@ -449,42 +493,68 @@ def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int
         raise ModelError("load applies to a trace replay only (give trace=...)")
     if not isinstance(records, (bool, np.bool_)):
         raise ModelError(f"records must be True or False, got {records!r}")
-    params = prepare(system, policy, k=k, tie=tie, C=C, dist=dist, scv=scv, lp_solution=lp_solution,
-                     horizon=horizon, warmup=warmup, max_in_system=max_in_system)
-    params["records"] = bool(records)
-    params["trace"] = None
+    if tw is None:
+        check_reps(reps)  # a trace's windows are checked against its length (prepare_trace)
+    check_failures(system)
+    prep = prepare(system, policy, k=k, tie=tie, C=C, dist=dist, scv=scv, lp_solution=lp_solution,
+                   horizon=horizon, warmup=warmup, max_in_system=max_in_system, policy_timeout=policy_timeout)
+    prep = replace(prep, records=bool(records))
     batches = 0
     if tw is not None:
         if windows not in ("batch", "independent"):
             raise ModelError(f"windows: expected 'batch' or 'independent', got {windows!r}")
-        prepare_trace(params, tw, reps)  # validates reps against the trace
+        prepare_trace(prep, tw, reps)  # validates reps against the trace
+        batches = int(reps)  # the statistics of the replay need its records (hetsched.traces.replay)
         if windows == "batch":
-            batches, reps = int(reps), 1
-            params = prepare_trace({**params, "records": True}, tw, 1)
-        else:
-            params = prepare_trace(params, tw, reps)
+            reps = 1
+        prep = prepare_trace(replace(prep, records=True), tw, reps)
     root = seed_sequence(seed)
-    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
-        raise ModelError(f"reps must be a positive integer, got {reps!r}")
     scenario = system.id
 
     def finish(runs: list[dict], seconds: float) -> SimResult:
-        res = summarize(params, runs, seed=int(root.entropy), wall=seconds, scenario=scenario)
+        res = summarize(prep, runs, seed=int(root.entropy), wall=seconds, scenario=scenario, system=system)
         if tw is not None:
+            from ...traces.replay import summarize_replay
+
             res.horizon = None
             res.extra["windows_rule"] = windows
-        if batches:
-            _batch_means(res, batches, len(params["alpha"]), keep_records=bool(records))
+            summarize_replay(res, tw, batches, machines=prep.params.mu.shape[1], rule=windows,
+                             keep_records=bool(records))
         return res
 
-    # warm: this run's own kernel signature (array types differ between policies), so that forked
-    # workers inherit it loaded
-    return Planned(job=Job(replication, params, int(reps), int(root.entropy), f"{system.id} {params['policy']}"),
-                   finish=finish, warm=lambda: warm_up_kernels(params), warm_key=("mapping", id(params)))
+    # warm: this run's own kernel (family, tie rule, user policy), so that forked workers inherit it loaded
+    return Planned(job=Job(replication, prep, int(reps), int(root.entropy), f"{system.id} {prep.policy}"),
+                   finish=finish, warm=lambda: warm_up_kernels(prep),
+                   warm_key=("mapping", prep.family, prep.tie, None if prep.user is None else prep.user.token))
+
+
+#: the most replications one run takes (the command line's --reps limit)
+MAX_REPS = 10_000
+
+
+def check_reps(reps) -> None:
+    """``reps`` an integer in ``[1, MAX_REPS]``: the command line's message for ``--reps``."""
+    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)):
+        raise ModelError(f"reps: expected an integer, got {reps!r}")
+    if not 1 <= reps <= MAX_REPS:
+        shown = reps if abs(reps) < 10**30 else f"an integer of {len(str(abs(int(reps))))} digits"
+        raise ModelError(f"reps: must be >= 1 and <= {MAX_REPS:,}, got {shown}")
+
+
+def check_failures(system) -> None:
+    """Refuse a system with a machine failure process: the mapping model has none (it would ignore it)."""
+    f = getattr(system, "failures", None)
+    if f is not None and f.rate > 0:
+        case = (system.meta or {}).get("case") if isinstance(getattr(system, "meta", None), dict) else None
+        where = f"scenario {system.id!r}" + (f" case {case}" if case is not None else "")
+        raise ModelError(f"{where} has machine failures (rate {f.rate:g}, mean down time {f.mean_down:g}), which "
+                         f"the mapping policies (met, mct, kpb, lpas, ...) do not model: their results would be those "
+                         f"of the system without failures. Use a desktop-grid policy (fcfs, gcmu, lpas-dg, "
+                         f"lpas-dg-robust) or a case without failures")
 
 
 _CLI_OPTIONS = {"k", "dist", "tie", "warmup", "C", "scv", "lp_solution", "max_in_system", "trace", "load", "classes",
-                "records", "windows"}
+                "records", "windows", "policy_timeout"}
 
 
 def simulate_cli(system, policy, *, reps: int, horizon: float | None, seed: int, workers: int | None,

@@ -1,0 +1,291 @@
+"""Results files: one writer and one reader for every command that saves results.
+
+A *results folder* (``results/ID/`` of ``hetsched reproduce``, the ``--outdir``
+of ``compare`` or ``simulate``) holds:
+
+``results.json``
+    The whole result (what ``--json`` prints): at least ``id``, ``kind``
+    (``"experiment"``, ``"compare"``, ``"simulate"``...), ``status`` (an
+    integer, 0 = success, as in :mod:`hetsched.results`), ``success``,
+    ``message``, ``rows`` (a list of flat objects), ``units`` (column -> unit)
+    and ``provenance`` (:mod:`hetsched.provenance`).
+``results.csv`` / ``results.parquet``
+    The rows as a table. The Parquet schema metadata (key ``hetsched``) carries
+    ``id``, ``kind``, ``status``, ``units`` and ``provenance``; a column mixing
+    numbers and text is stored as text, lists as JSON text.
+``table.txt``
+    The text the command printed (optional), and any plots (PNG, SVG).
+
+Writing (:func:`write_results`): the folder is checked once before any
+computation (:func:`prepare_outdir`: never replaces results without
+``force``, never follows a symbolic link out of the results root); each file
+goes through :mod:`hetsched.safeio` (a temporary file in the folder renamed
+over the target, refusing a target that is a symbolic link or not a regular
+file), so a reader never sees half a file and no write escapes the folder.
+
+Reading (:func:`read_results`, :func:`read_results_dir`): every file is read
+(:func:`hetsched.safeio.read_input`) only if it is a regular file inside its
+folder, not a link, and under a size limit;
+``results.json`` is checked field by field; a malformed folder is one line in
+``problems`` and is skipped, never an exception. Results written by older
+versions (``status`` as text) are read into the current form.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .errors import HetschedError
+from .results import jsonable
+from .safeio import InputError, inside, read_input, write_bytes, write_text
+
+__all__ = ["RESULTS_FILES", "MAX_JSON_BYTES", "MAX_TEXT_BYTES", "prepare_outdir", "write_results",
+           "rows_frame", "ResultsFolder", "read_results", "read_results_dir", "column_units"]
+
+#: the files :func:`write_results` writes (and :func:`prepare_outdir` may replace with ``force``)
+RESULTS_FILES = ("results.json", "results.csv", "results.parquet", "table.txt")
+MAX_JSON_BYTES = 200_000_000  # results.json of the largest shipped experiment is ~1 MB
+MAX_TEXT_BYTES = 5_000_000  # table.txt
+MAX_FIGURE_BYTES = 50_000_000
+
+#: statuses of results files written before status was an integer
+_OLD_STATUS = {"complete": 0, "interrupted": 2}
+
+
+# --------------------------------------------------------------------------- output folder
+def prepare_outdir(outdir: Path | str, *, force: bool = False) -> Path:
+    """Check, before any computation, that results can be written to ``outdir``; create it.
+
+    Refuses (:class:`~hetsched.errors.HetschedError`, one line naming the
+    path): an ``outdir`` that already holds results, unless ``force``; a
+    symbolic link anywhere on the way from the results root to ``outdir``
+    (never follow a link out of the results folder); a folder that cannot be
+    created or written. With ``force`` the previous contents are removed before
+    the run.
+    """
+    outdir = Path(outdir)
+    for p in [outdir, *outdir.parents]:
+        if p.is_symlink():
+            raise HetschedError(f"output folder {str(outdir)!r}: {str(p)!r} is a symbolic link; "
+                                f"refusing to follow it (choose another --outdir)")
+        if str(p) in (".", "", os.sep):
+            break
+    if outdir.exists() and not outdir.is_dir():
+        raise HetschedError(f"output folder {str(outdir)!r} exists and is not a folder")
+    existing = [p for p in outdir.iterdir()] if outdir.is_dir() else []
+    if existing and not force:
+        raise HetschedError(f"output folder {str(outdir)!r} already holds results ({len(existing)} files); "
+                            f"pass --force to replace them or --outdir to write elsewhere")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        probe = outdir / ".hetsched-write-probe"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        os.close(fd)
+        probe.unlink()
+    except OSError as exc:
+        raise HetschedError(f"output folder {str(outdir)!r} is not writable: {exc.strerror or exc}") from None
+    for p in existing:
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+        elif p.is_dir():
+            shutil.rmtree(p)
+    return outdir
+
+
+# --------------------------------------------------------------------------- writing
+def column_units(rows: Iterable[Mapping[str, Any]], units: Mapping[str, str],
+                 defaults: Mapping[str, str] = {}) -> dict[str, str]:
+    """Unit of every column of ``rows`` that has one: ``units`` first, then ``defaults``, then
+    ``defaults`` of the column's prefix before ``_`` (``W_1`` -> ``W``)."""
+    cols: list[str] = []
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    out = {}
+    for c in cols:
+        u = units.get(c) or defaults.get(c) or defaults.get(c.split("_")[0] if "_" in c else "")
+        if u:
+            out[c] = u
+    return out
+
+
+def rows_frame(rows: list[Mapping[str, Any]]):
+    """The rows as a pandas DataFrame (JSON-ready values: NaN as missing)."""
+    import pandas as pd
+
+    return pd.DataFrame([jsonable(r) for r in rows])
+
+
+def _parquet_bytes(df, meta: dict[str, Any]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq_df = df.copy()
+    for c in pq_df.columns:  # a column mixing numbers and text (e.g. "unstable") is stored as text
+        kinds = {type(v) for v in pq_df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))}
+        if len(kinds - {int, float, bool}) and len(kinds) > 1 or any(k in (list, dict, tuple) for k in kinds):
+            pq_df[c] = [None if v is None else (json.dumps(v) if isinstance(v, (list, dict, tuple)) else str(v))
+                        for v in pq_df[c]]
+    table = pa.Table.from_pandas(pq_df, preserve_index=False)
+    schema_meta = dict(table.schema.metadata or {})
+    schema_meta[b"hetsched"] = json.dumps(meta).encode()
+    table = table.replace_schema_metadata(schema_meta)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def write_results(outdir: Path | str, doc: Mapping[str, Any], *, table: str | None = None) -> list[Path]:
+    """Write one result into ``outdir`` (see the module docstring); return the paths written.
+
+    ``doc`` is the result's JSON object; its ``rows`` become ``results.csv`` and
+    ``results.parquet``; ``table`` (the printed text) becomes ``table.txt``.
+    Existing regular files of those names are replaced (the folder was checked
+    by :func:`prepare_outdir`); a symbolic link among them is refused.
+    """
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    doc = jsonable(dict(doc))
+    rows = doc.get("rows") or []
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise HetschedError(f"{doc.get('id')}: 'rows' must be a list of objects")  # a programming error upstream
+    df = rows_frame(rows)
+    meta = {k: doc.get(k) for k in ("id", "kind", "status", "units", "provenance")}
+    try:
+        data = _parquet_bytes(df, meta)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for one cause
+        raise HetschedError(f"{doc.get('id')}: rows cannot be stored as Parquet ({exc})") from None
+    # the folder was checked by prepare_outdir: files of these names written earlier are replaced
+    written = [write_text(outdir / "results.csv", df.to_csv(index=False), force=True),
+               write_bytes(outdir / "results.parquet", data, force=True),
+               write_text(outdir / "results.json", json.dumps(doc, indent=2), force=True)]
+    if table is not None:
+        written.append(write_text(outdir / "table.txt", table + "\n", force=True))
+    return written
+
+
+# --------------------------------------------------------------------------- reading
+@dataclass
+class ResultsFolder:
+    """One results folder as read back: its JSON document, rows, printed table and plots."""
+
+    id: str
+    folder: Path
+    doc: dict[str, Any]
+    table_text: str = ""
+    figures: list[Path] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return str(self.doc.get("kind") or "experiment")
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return list(self.doc.get("rows") or [])
+
+    @property
+    def status(self) -> int:
+        return int(self.doc.get("status", 0))
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return dict(self.doc.get("provenance") or {})
+
+    @property
+    def units(self) -> dict[str, str]:
+        return dict(self.doc.get("units") or {})
+
+
+def _read_regular(path: Path, folder: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (not a link) inside ``folder`` under ``limit``."""
+    if path.is_symlink() or not path.is_file() or not inside(path, folder):
+        return None
+    try:
+        return read_input(path, max_bytes=limit, encoding=None)
+    except InputError:
+        return None
+
+
+def _check_doc(doc: Any, where: str) -> dict[str, Any]:
+    """A results document checked field by field (``HetschedError`` naming the first bad field)."""
+    if not isinstance(doc, dict):
+        raise HetschedError(f"{where}: not a results file (expected a JSON object, got {type(doc).__name__})")
+    rows = doc.get("rows")
+    if not isinstance(rows, list):
+        raise HetschedError(f"{where}: not a results file (no list 'rows')")
+    for k, r in enumerate(rows):
+        if not isinstance(r, dict):
+            raise HetschedError(f"{where}: rows[{k}] is not an object")
+    out = dict(doc)
+    if not isinstance(out.get("id", ""), (str, int, float)):
+        raise HetschedError(f"{where}: 'id' is not text")
+    status = out.get("status", 0)
+    if isinstance(status, str):  # files written before status was an integer
+        status = _OLD_STATUS.get(status, 2 if status != "complete" else 0)
+    if isinstance(status, bool) or not isinstance(status, int):
+        raise HetschedError(f"{where}: 'status' is not an integer")
+    out["status"] = status
+    out.setdefault("success", status == 0)
+    for key, typ in (("units", dict), ("provenance", dict), ("meta", dict)):
+        if out.get(key) is not None and not isinstance(out[key], typ):
+            raise HetschedError(f"{where}: {key!r} is not an object")
+    if out.get("units") is not None and not all(isinstance(v, str) for v in out["units"].values()):
+        raise HetschedError(f"{where}: 'units' values must be text")
+    for key in ("notes", "figures"):
+        v = out.get(key)
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise HetschedError(f"{where}: {key!r} is not a list of text")
+    if not isinstance(out.get("message", ""), str):
+        raise HetschedError(f"{where}: 'message' is not text")
+    return out
+
+
+def read_results(folder: Path | str) -> ResultsFolder:
+    """Read one results folder; :class:`HetschedError` (one line naming the file) if it is not one."""
+    folder = Path(folder)
+    f = folder / "results.json"
+    data = _read_regular(f, folder, MAX_JSON_BYTES)
+    if data is None:
+        raise HetschedError(f"{str(f)!r}: no results file (missing, not a regular file inside the folder, or over "
+                            f"{MAX_JSON_BYTES:,} bytes)")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise HetschedError(f"{str(f)!r}: not a hetsched results file ({str(exc)[:200]})") from None
+    doc = _check_doc(doc, repr(str(f)))
+    raw = _read_regular(folder / "table.txt", folder, MAX_TEXT_BYTES)
+    table = raw.decode("utf-8", "replace") if raw is not None else ""
+    figs = []
+    for name in doc.get("figures") or []:
+        cand = folder / Path(name).name
+        if cand.suffix.lower() in (".png", ".svg", ".jpg", ".jpeg") and not cand.is_symlink() and cand.is_file() \
+                and inside(cand, folder) and cand.stat().st_size <= MAX_FIGURE_BYTES:
+            figs.append(cand)
+    return ResultsFolder(str(doc.get("id") or folder.name), folder, doc, table, figs)
+
+
+def read_results_dir(root: Path | str) -> tuple[list[ResultsFolder], list[str]]:
+    """Every results folder directly under ``root`` (and ``root`` itself if it is one).
+
+    Returns ``(folders, problems)``: a folder whose files are malformed is one
+    line in ``problems`` and is left out. A missing ``root`` is an error.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise HetschedError(f"results folder {str(root)!r} does not exist (run `hetsched reproduce ID` first)")
+    cands = [root] if (root / "results.json").exists() else []
+    cands += sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and (p / "results.json").exists())
+    out, problems = [], []
+    for folder in cands:
+        try:
+            out.append(read_results(folder))
+        except HetschedError as exc:
+            problems.append(str(exc))
+        except OSError as exc:
+            problems.append(f"{str(folder)!r}: cannot read: {exc.strerror or exc}")
+    return out, problems
