@@ -116,18 +116,21 @@ def test_resubmissions_counted_and_tasks_conserved():
 
 
 def test_same_seed_same_result_and_crn():
-    """Same seed: the same run; and under every policy the same arrivals and availability periods
-    (common random numbers), while the decisions differ."""
+    """Same seed: the same run; and under every policy the same arrivals, task sizes (drawn at arrival)
+    and availability periods (common random numbers), while the decisions differ."""
     s = load("3.B", arrivals="alpha1", case=2)
     a = one_run(s, "lpas-dg", seed=7, horizon=200)
     b = one_run(s, "lpas-dg", seed=7, horizon=200)
     assert a["W"] == b["W"] and a["events"] == b["events"]
     runs = {pol: one_run(s, pol, seed=7, horizon=200) for pol in ("fcfs", "gcmu", "lpas-dg-robust")}
     runs["lpas-dg"] = a
-    common = {pol: (r["arrivals"], r["avail_events"], tuple(r["up_fraction"]))
+    common = {pol: (r["arrivals"], r["size_sum"], r["avail_events"], tuple(r["up_fraction"]))
               for pol, r in runs.items()}
     assert len(set(common.values())) == 1 and a["arrivals"] > 1000
-    assert len({r["W"] for r in runs.values()}) == 4
+    assert len({r["W"] for r in runs.values()}) == 4 and a["resubmissions"] > 0
+    assert a["size_sum"] == pytest.approx(a["arrivals"], rel=0.1)  # unit-mean sizes
+    other = one_run(s, "lpas-dg", seed=8, horizon=200)
+    assert other["size_sum"] != a["size_sum"]
 
 
 def test_validation_errors():

@@ -74,7 +74,7 @@ from .expand import fen_add, fen_prefix, x_add, x_init, x_pick, x_remove, x_upda
 from .idle import find_machine, find_machine_x, idle_add, idle_remove, pick_in_column
 from .layout import (AEST, BAD_CHOICE, BOUND, BUSY, CK, CST, DONE, FCFS, GCMU, IDLE_SINCE, INIT, LEVEL, LP_FAILED,
                      LPAS_DG, LPAS_DG_ROBUST, NEED_SUPPORT, NEXT, PREV, PRIO_ARRIVAL, PRIO_AVAIL, PRIO_TASK, REM,
-                     S_ARR, S_CHAIN, S_EST, S_EXEC, S_FAIL, S_TIE, S_USER, SEGEND, SEGT, TARR, TIE_HIGHEST,
+                     S_ARR, S_CHAIN, S_EST, S_EXEC, S_FAIL, S_RESTART, S_TIE, S_USER, SEGEND, SEGT, TARR, TIE_HIGHEST,
                      TIE_RANDOM, TKIND, UP, UPSINCE, USER, Events)
 from .lpkeep import copy_support, table_lookup, vertex_update
 
@@ -88,13 +88,14 @@ _qualifies = njit(cache=True)(_qualifies_py)
 
 # ----------------------------------------------------------------------------- class queues (core pool)
 @njit(cache=True, inline="always")
-def q_push(s, i, tarr, front):
-    """A task of class ``i`` that arrived at ``tarr`` joins its queue: at the tail, or (a resubmitted
-    task, ``front``) in arrival order. False when the pool is full."""
+def q_push(s, i, tarr, size, front):
+    """A task of class ``i`` that arrived at ``tarr`` with unit-mean size ``size`` joins its queue: at the
+    tail, or (a resubmitted task, ``front``) in arrival order. False when the pool is full."""
     k = pool_alloc(s.pool)
     if k < 0:
         return False
     s.p_arr[k] = tarr
+    s.p_size[k] = size
     if front:
         pool_insert_sorted(s.pool, i, k, s.p_arr)
     else:
@@ -105,12 +106,12 @@ def q_push(s, i, tarr, front):
 
 @njit(cache=True, inline="always")
 def q_pop(s, i):
-    """Remove class ``i``'s head-of-line task; its arrival time."""
+    """Remove class ``i``'s head-of-line task; ``(arrival time, size)``."""
     k = pool_pop(s.pool, i)
     h = s.pool.head[i]
     if h >= 0:
         s.head_arr[i] = s.p_arr[h]
-    return s.p_arr[k]
+    return s.p_arr[k], s.p_size[k]
 
 
 # ----------------------------------------------------------------------------- class selection
@@ -195,11 +196,12 @@ def schedule_task(s, j, ev):
 
 
 @njit(cache=True, inline="always")
-def start_task(p, s, ev, st, out, j, i, tarr, t):
-    """Machine ``j`` starts a class-``i`` task that arrived at ``tarr``."""
+def start_task(p, s, ev, st, out, j, i, tarr, size, t):
+    """Machine ``j`` starts a class-``i`` task that arrived at ``tarr``, of unit-mean size ``size`` (its
+    execution time at full speed is ``size / mu'_ij``)."""
     s.mi[j, BUSY] = i
     s.mf[j, TARR] = tarr
-    s.mf[j, REM] = draw(st, S_EXEC, p.exec_kind, p.exec_par) / p.muT[j, i]
+    s.mf[j, REM] = size / p.muT[j, i]
     s.mf[j, SEGT] = t
     cid = p.chain_id[j]
     if cid >= 0:
@@ -308,9 +310,9 @@ def scan(p, s, ev, st, out, E, t):
             if i < 0:
                 break
             idle_remove(s, c, j)
-            tarr = q_pop(s, i)
+            tarr, size = q_pop(s, i)
             started += 1
-            start_task(p, s, ev, st, out, j, i, tarr, t)
+            start_task(p, s, ev, st, out, j, i, tarr, size, t)
     return started
 
 
@@ -332,9 +334,9 @@ def scan_x(p, s, lp, ev, st, out, t):
                 if k < 0:  # pragma: no cover - class i qualifies
                     break
                 x_remove(lp, s, c, j)
-                tarr = q_pop(s, k)
+                tarr, size = q_pop(s, k)
                 started += 1
-                start_task(p, s, ev, st, out, j, k, tarr, t)
+                start_task(p, s, ev, st, out, j, k, tarr, size, t)
     return started
 
 
@@ -374,8 +376,8 @@ def on_task(p, s, lp, ev, st, out, E, j, t, qtot):
         return BAD_CHOICE, 0, -1
     if i >= 0:
         # the new start reschedules slot j: one sift instead of a cancel and a push
-        tarr = q_pop(s, i)
-        start_task(p, s, ev, st, out, j, i, tarr, t)
+        tarr, size = q_pop(s, i)
+        start_task(p, s, ev, st, out, j, i, tarr, size, t)
         return DONE, -1, 0
     ev_cancel(ev.task, j)
     s.mf[j, IDLE_SINCE] = t
@@ -413,7 +415,9 @@ def on_avail(p, s, lp, ev, st, out, E, j, t):
                 s.mi[j, CK] = int(math.floor(t / p.step))
             out.resubmissions[0] += 1
             was = s.pool.qlen[i]
-            if not q_push(s, i, s.mf[j, TARR], p.resubmit == 0):
+            # a restart is a fresh execution (the lost work is not reused): its size is the
+            # policy's own draw (stream S_RESTART), so the common streams stay common
+            if not q_push(s, i, s.mf[j, TARR], draw(st, S_RESTART, p.exec_kind, p.exec_par), p.resubmit == 0):
                 s.ctl.status[0] = BOUND
                 return BOUND, dq, db
             dq += 1
@@ -427,10 +431,10 @@ def on_avail(p, s, lp, ev, st, out, E, j, t):
                         x_remove(lp, s, p.col[jj], jj)
                     else:
                         idle_remove(s, p.col[jj], jj)
-                    tarr = q_pop(s, i)
+                    tarr, size = q_pop(s, i)
                     dq -= 1
                     db += 1
-                    start_task(p, s, ev, st, out, jj, i, tarr, t)
+                    start_task(p, s, ev, st, out, jj, i, tarr, size, t)
         elif expand:
             x_remove(lp, s, c, j)
         else:
@@ -489,10 +493,10 @@ def on_avail(p, s, lp, ev, st, out, E, j, t):
         if i == -2:
             return BAD_CHOICE, dq, db
         if i >= 0:
-            tarr = q_pop(s, i)
+            tarr, size = q_pop(s, i)
             dq -= 1
             db += 1
-            start_task(p, s, ev, st, out, j, i, tarr, t)
+            start_task(p, s, ev, st, out, j, i, tarr, size, t)
         else:
             s.mf[j, IDLE_SINCE] = t
             if expand:
@@ -514,6 +518,8 @@ def on_arrival(p, s, lp, ev, st, out, E, i, t, qtot, nbusy):
     starts it, else it waits. Returns ``(status, change of the number waiting, change of the number busy)``."""
     out.arrivals[0] += 1
     ev_schedule(ev.arrival, i, t - math.log(uniform(st, S_ARR)) / p.alpha[i], PRIO_ARRIVAL)
+    size = draw(st, S_EXEC, p.exec_kind, p.exec_par)  # at arrival: common to every policy
+    out.size_sum[0] += size
     expand = p.expand == 1
     jj = -1
     if s.pool.qlen[i] == 0:  # invariant: a non-empty queue has no eligible idle machine
@@ -526,9 +532,9 @@ def on_arrival(p, s, lp, ev, st, out, E, i, t, qtot, nbusy):
             x_remove(lp, s, p.col[jj], jj)
         else:
             idle_remove(s, p.col[jj], jj)
-        start_task(p, s, ev, st, out, jj, i, t, t)
+        start_task(p, s, ev, st, out, jj, i, t, size, t)
         return DONE, 0, 1
-    if qtot + nbusy >= p.bound or not q_push(s, i, t, False):
+    if qtot + nbusy >= p.bound or not q_push(s, i, t, size, False):
         s.ctl.status[0] = BOUND
         return BOUND, 0, 0
     if qtot + nbusy + 1 > out.peak[0]:
@@ -557,8 +563,8 @@ def resume(p, s, lp, ev, st, out, E):
         if i == -2:
             return BAD_CHOICE
         if i >= 0:
-            tarr = q_pop(s, i)
-            start_task(p, s, ev, st, out, jp, i, tarr, t)
+            tarr, size = q_pop(s, i)
+            start_task(p, s, ev, st, out, jp, i, tarr, size, t)
         else:
             s.mf[jp, IDLE_SINCE] = t
             idle_add(s, c, jp)
