@@ -49,11 +49,10 @@ def _lp_resolve(system, n, rng):
     changes of the LP LPAS_DG keeps for ``system`` (its columns: machines with equal rates and ``a``)."""
     from hetsched.lp import solve_allocation
     from hetsched.lp import tableau as L
-    from hetsched.sim.desktop import kernel as K
     from hetsched.sim.desktop import prepare
 
     p = prepare(system, "lpas-dg")
-    m = K.Model(*p.model)
+    m = p.params
     muT = np.ascontiguousarray(m.mu_colT)
     mu = np.ascontiguousarray(muT.T)
     counts = p.size

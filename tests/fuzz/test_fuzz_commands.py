@@ -111,7 +111,8 @@ def _bad_set(data, exp) -> tuple[list[str], tuple[str, ...]]:
         if p.kind == "ints":
             val = data.draw(st.sampled_from([val, f"[1, {val!r}]", "[]", "1,,x"]))
     elif p.kind in ("float", "floats"):
-        val = data.draw(bad_floats(positive=True) | st.just(f"{p.hi * 10:g}" if p.hi else "nan"))
+        zero_ok = p.lo == 0 and not p.lo_open  # e.g. inaccuracy I = 0: a valid value, not a bad one
+        val = data.draw(bad_floats(positive=True, nonneg=zero_ok) | st.just(f"{p.hi * 10:g}" if p.hi else "nan"))
         if p.kind == "floats":
             val = data.draw(st.sampled_from([val, f"[0.1, {val!r}]", "[]"]))
     elif p.kind == "bool":

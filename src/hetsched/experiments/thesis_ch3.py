@@ -28,7 +28,9 @@ THESIS_HORIZON = 20_000.0
 
 #: --set keys of every chapter-3 experiment
 _PARAMS = (REPS, HORIZON, Param("tie", "str", "ties between classes and idle machines",
-                                choices=("random", "lowest", "highest")))
+                                choices=("random", "lowest", "highest")),
+           Param("lp_solution", "str", "the optimal LP solution LPAS_DG uses: a vertex of the per-machine LP "
+                 "(thesis §3.3, default) or the group-symmetric solution", choices=("vertex", "symmetric")))
 
 def _cfg(opts: RunOptions, reps: int = THESIS_REPS, horizon: float = THESIS_HORIZON,
          qreps: int = 2, qhorizon: float = 1_000.0, runs: list[tuple] | None = None) -> tuple[int, float]:
@@ -52,8 +54,9 @@ class _Cells:
     def add(self, key, system, policy, reps, horizon, **model) -> None:
         from ..sim.desktop import plan
 
-        if "tie" in self.opts.extra and "tie" not in model:
-            model["tie"] = self.opts.extra["tie"]
+        for name in ("tie", "lp_solution"):  # lp_solution: unless the cell sets its LP reading itself
+            if name in self.opts.extra and name not in model and not (name == "lp_solution" and "lp_grouping" in model):
+                model[name] = self.opts.extra[name]
         self.cells[key] = self.batch.add(plan(system, policy, reps=reps, seed=self.opts.seed, horizon=horizon,
                                               **model), label=" ".join(str(k) for k in key))
 

@@ -17,7 +17,7 @@ from .core import Experiment, ExperimentResult, RunOptions
 from .params import HORIZON, REPS, Param, sizes
 from .rows import metric
 
-_MODEL_KEYS = ("propagation", "include_local", "tie", "warmup", "max_in_system", "inaccuracy")
+_MODEL_KEYS = ("propagation", "include_local", "tie", "warmup", "max_in_system", "inaccuracy", "inaccuracy_draw")
 _MODEL_PARAMS = (
     Param("propagation", "str", "state propagation", choices=("messages", "instant")),
     Param("include_local", "bool", "always add the origin machine to S"),
@@ -25,6 +25,8 @@ _MODEL_PARAMS = (
     Param("warmup", "float", "time deleted from the statistics", 0.0, 1e12),
     Param("max_in_system", "int", "instability bound on tasks in system", 1, 10**9),
     Param("inaccuracy", "float", "estimation inaccuracy I (§4.3.2)", 0.0, 0.999999),
+    Param("inaccuracy_draw", "str", "when an estimation error is drawn (§4.3.2): afresh in every report of "
+          "a machine's rates, or once per rate value", choices=("per-message", "per-rate")),
 )
 
 

@@ -137,3 +137,24 @@ def test_validation() -> None:
         SimParams(lam1=1, lam2=1, mu3=-1)
     with pytest.raises(ModelError, match="reps"):
         simulate_coalloc(prm, "local", reps=0)
+
+
+def test_common_random_numbers_across_policies() -> None:
+    """Same seed: every policy sees the same jobs (arrival counts and the sum of their works); the
+    policies still differ in what they do with them."""
+    prm = SimParams(lam1=0.5, lam2=0.4)
+    runs = {p: simulate_one(prm, p, completions=20_000, seed=7) for p in ("local", "heuristic", "always")}
+    jobs = {p: (r["arrivals1"], r["arrivals2"], r["work_sum"]) for p, r in runs.items()}
+    assert len(set(jobs.values())) == 1 and jobs["local"][0] > 1000
+    assert runs["local"]["cost"] != runs["always"]["cost"]
+    other = simulate_one(prm, "local", completions=20_000, seed=8)
+    assert (other["arrivals1"], other["arrivals2"], other["work_sum"]) != jobs["local"]
+
+
+def test_edges_are_clear_errors() -> None:
+    with pytest.raises(ModelError, match="lam1, lam2"):
+        simulate_one(SimParams(lam1=1e-300, lam2=0.0), "local", completions=10**9)
+    with pytest.raises(ModelError, match="bound"):
+        simulate_one(SimParams(lam1=1, lam2=1), "local", bound=2.5)
+    with pytest.raises(ModelError, match="memory"):
+        simulate_one(SimParams(lam1=1, lam2=1), "local", bound=10**15)

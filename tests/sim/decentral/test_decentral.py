@@ -277,3 +277,60 @@ def test_ties_random_by_default_lowest_and_highest_on_request():
     assert dests["lowest"][0] > 5 * max(1, dests["lowest"][1])
     n = dests["random"].sum()
     assert abs(dests["random"][0] - n / 2) < 4 * np.sqrt(n / 4)  # binomial(n, 1/2) within 4 sigma
+
+
+# ------------------------------------------------------------------ inaccuracy readings (§4.3.2, issue 26.2)
+def test_per_message_draws_a_fresh_error_for_every_report():
+    """Two idle machines (load 0.2 %), one class: MCT sends a task to the slower machine exactly when
+    its freshly estimated rate beats the faster one's, a probability computed independently; with one
+    error per rate (no rate changes) every decision of a run is the same."""
+    s = grid([[1.0, 0.8]], [[0.001, 0.001]])
+    # X = 1 (1 + E1) ~ U[0.5, 1.5], Y = 0.8 (1 + E2) ~ U[0.4, 1.2]: P(X < Y) = int_0.5^1.2 (y - 0.5) dy / 0.8
+    p = 0.7 ** 2 / 2 / 0.8
+    r = one_run(s, "mct", seed=3, horizon=2_000_000.0, log=10_000, inaccuracy=0.5)
+    n = len(r["log"]["d"])
+    frac = float(np.mean(r["log"]["d"] == 1))
+    assert n > 3000 and abs(frac - p) < 4 * np.sqrt(p * (1 - p) / n) + 0.005  # + busy periods (0.2 %)
+    fixed = one_run(s, "mct", seed=3, horizon=2_000_000.0, log=10_000, inaccuracy=0.5, inaccuracy_draw="per-rate")
+    f = float(np.mean(fixed["log"]["d"] == 1))
+    assert f < 0.01 or f > 0.99
+
+
+@pytest.mark.parametrize("policy,k", [("mct", None), ("kpb", 3), ("lpas-dec", None)])
+def test_inaccuracy_draw_changes_only_the_estimates(policy, k):
+    """Without inaccuracy both readings are the same run; with it, the same arrivals and rate changes
+    (common random numbers), other decisions."""
+    s = load("4.A")
+    a = one_run(s, policy, k=k, horizon=400.0, inaccuracy_draw="per-rate")
+    b = one_run(s, policy, k=k, horizon=400.0, inaccuracy_draw="per-message")
+    assert a["W"] == b["W"] and a["messages"] == b["messages"]
+    c = one_run(s, policy, k=k, horizon=400.0, inaccuracy=0.3, inaccuracy_draw="per-rate")
+    d = one_run(s, policy, k=k, horizon=400.0, inaccuracy=0.3, inaccuracy_draw="per-message")
+    assert c["arrivals"] == d["arrivals"] == a["arrivals"]
+    assert c["rate_change_events"] == d["rate_change_events"]
+    assert c["W"] != d["W"]
+    with pytest.raises(ModelError, match="inaccuracy_draw"):
+        prepare(s, policy, k=k, inaccuracy_draw="per-day")
+
+
+def test_common_random_numbers_across_policies():
+    """Same seed: every policy sees the same arrivals (time, class, origin) with the same works and the
+    same rate changes; only the destinations differ."""
+    s = load("4.A")
+    logs = {}
+    for pol, k in (("mct", None), ("kpb", 2), ("lpas-dec", None)):
+        r = one_run(s, pol, k=k, seed=6, horizon=300.0, log=100_000)
+        assert r["log"]["t"].size == r["arrivals"]
+        logs[pol] = r
+    ref = logs["mct"]
+    for pol, r in logs.items():
+        assert r["rate_change_events"] == ref["rate_change_events"]
+        for f in ("t", "i", "o", "x"):
+            assert np.array_equal(r["log"][f], ref["log"][f]), (pol, f)
+    assert not np.array_equal(logs["kpb"]["log"]["d"], ref["log"]["d"])
+
+
+def test_class_names_travel_to_the_result():
+    s = grid(TINY_MU, TINY_A).with_(class_names=("render", "encode"))
+    res = simulate(s, "mct", reps=2, horizon=100.0, workers=1, progress=False)
+    assert res.extra["class_names"] == ["render", "encode"]

@@ -14,9 +14,11 @@ resubmission ``front``/``back``, failures with exp/hyperexp up times and
 exp/hyperexp/const down times, exp/det/hyperexp execution times.
 
 Draw order (the only thing mirrored): stream 0 arrivals (one ``-log u`` per
-arrival, at scheduling), 1 execution times (one variate per start, unit mean
-divided by ``mu'_ij``), 2 failures (one up time per machine at time 0 in
-machine order, then one variate per availability event).
+arrival, at scheduling), 1 task sizes (one unit-mean variate per arrival, drawn
+right after the next arrival time; a start runs ``size / mu'_ij``), 2 failures
+(one up time per machine at time 0 in machine order, then one variate per
+availability event), 7 the size of a task resubmitted after a failure (a fresh
+unit-mean variate at the failure).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from hetsched.sim.core.rng import make_streams
 from hetsched.sim.core.variates import variate
 
 MASK = (1 << 64) - 1
-S_ARR, S_EXEC, S_FAIL = 0, 1, 2
+S_ARR, S_EXEC, S_FAIL, S_RESTART = 0, 1, 2, 7
 
 
 class Xoshiro:
@@ -74,8 +76,8 @@ def _variate(rng: Xoshiro, kind: str, mean: float, scv: float) -> float:
 def simulate(system, policy, seed_seq, *, horizon, warmup=0.0, machine_rule="longest-idle", resubmit="front",
              exec_dist=None, exec_scv=2.0):
     """One replication; returns a dict with ``W``, ``W_class``, counts and ``up_fraction``."""
-    st = make_streams(seed_seq, 7)
-    rng = [Xoshiro(st[k]) for k in range(3)]
+    st = make_streams(seed_seq, 8)
+    rng = {k: Xoshiro(st[k]) for k in (S_ARR, S_EXEC, S_FAIL, S_RESTART)}
     N, M = system.N, system.M
     mu = np.asarray(system.mu, float)
     a = np.asarray(system.a, float)
@@ -100,7 +102,7 @@ def simulate(system, policy, seed_seq, *, horizon, warmup=0.0, machine_rule="lon
     busy = [None] * M  # (class, original arrival) of the running task
     idle_since = [0.0] * M
     idle = set(range(M))
-    queues = [[] for _ in range(N)]  # original arrival times, in queue order
+    queues = [[] for _ in range(N)]  # (original arrival time, size), in queue order
     up_since = [0.0] * M
     up_time = [0.0] * M
     done = [0] * N
@@ -113,17 +115,18 @@ def simulate(system, policy, seed_seq, *, horizon, warmup=0.0, machine_rule="lon
     for i in range(N):
         schedule(("arr", i), rng[S_ARR].expo() / alpha[i], 2)
 
-    def start(j, i, tarr, t):
+    def start(j, i, task, t):
+        tarr, size = task
         idle.discard(j)
         busy[j] = (i, tarr)
-        x = _variate(rng[S_EXEC], ed, 1.0, exec_scv) / mu[i, j]
+        x = size / mu[i, j]
         schedule(("task", j), t + x / a[j], 0)
 
     def pick_class(j, t):
         best, key_best = -1, None
         for i in range(N):
             if queues[i] and mu[i, j] > 0:
-                key = -queues[i][0] if policy == "fcfs" else (t - queues[i][0]) * mu[i, j]
+                key = -queues[i][0][0] if policy == "fcfs" else (t - queues[i][0][0]) * mu[i, j]
                 if best < 0 or key > key_best:
                     best, key_best = i, key
         return best
@@ -174,13 +177,14 @@ def simulate(system, policy, seed_seq, *, horizon, warmup=0.0, machine_rule="lon
                     cancel(("task", j))
                     counts["resubmissions"] += 1
                     was_empty = not queues[i]
+                    task = (tarr, _variate(rng[S_RESTART], ed, 1.0, exec_scv))
                     if resubmit == "front":
                         k = 0
-                        while k < len(queues[i]) and queues[i][k] < tarr:
+                        while k < len(queues[i]) and queues[i][k][0] < tarr:
                             k += 1
-                        queues[i].insert(k, tarr)
+                        queues[i].insert(k, task)
                     else:
-                        queues[i].append(tarr)
+                        queues[i].append(task)
                     if was_empty:
                         jj = pick_machine(i)
                         if jj >= 0:
@@ -202,11 +206,12 @@ def simulate(system, policy, seed_seq, *, horizon, warmup=0.0, machine_rule="lon
             i = x
             counts["arrivals"] += 1
             schedule(slot, t + rng[S_ARR].expo() / alpha[i], 2)
+            size = _variate(rng[S_EXEC], ed, 1.0, exec_scv)
             jj = pick_machine(i) if not queues[i] else -1
             if jj >= 0:
-                start(jj, i, t, t)
+                start(jj, i, (t, size), t)
             else:
-                queues[i].append(t)
+                queues[i].append((t, size))
     for j in range(M):
         if up[j]:
             up_time[j] += horizon - up_since[j]

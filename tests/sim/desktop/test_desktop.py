@@ -116,12 +116,21 @@ def test_resubmissions_counted_and_tasks_conserved():
 
 
 def test_same_seed_same_result_and_crn():
+    """Same seed: the same run; and under every policy the same arrivals, task sizes (drawn at arrival)
+    and availability periods (common random numbers), while the decisions differ."""
     s = load("3.B", arrivals="alpha1", case=2)
     a = one_run(s, "lpas-dg", seed=7, horizon=200)
     b = one_run(s, "lpas-dg", seed=7, horizon=200)
     assert a["W"] == b["W"] and a["events"] == b["events"]
-    c = one_run(s, "gcmu", seed=7, horizon=200)
-    assert c["arrivals"] == a["arrivals"] and c["avail_events"] == a["avail_events"]  # common random numbers
+    runs = {pol: one_run(s, pol, seed=7, horizon=200) for pol in ("fcfs", "gcmu", "lpas-dg-robust")}
+    runs["lpas-dg"] = a
+    common = {pol: (r["arrivals"], r["size_sum"], r["avail_events"], tuple(r["up_fraction"]))
+              for pol, r in runs.items()}
+    assert len(set(common.values())) == 1 and a["arrivals"] > 1000
+    assert len({r["W"] for r in runs.values()}) == 4 and a["resubmissions"] > 0
+    assert a["size_sum"] == pytest.approx(a["arrivals"], rel=0.1)  # unit-mean sizes
+    other = one_run(s, "lpas-dg", seed=8, horizon=200)
+    assert other["size_sum"] != a["size_sum"]
 
 
 def test_validation_errors():
@@ -139,6 +148,11 @@ def test_validation_errors():
         simulate(s, "fcfs", reps=1, horizon=10, k=3)
     with pytest.raises(ModelError, match="seed"):
         simulate(s, "fcfs", reps=1, horizon=10, seed=-1)
+    with pytest.raises(ModelError, match="memory"):
+        one_run(s, "fcfs", max_in_system=10**15)
+    dead = System(id="dead", alpha=(1.0,), groups=(MachineGroup("A", 2, (2.0,)),), availability=(1.0, 0.0))
+    with pytest.raises(ModelError, match=r"availability\[1\] \(machine 2\): a = 0"):
+        one_run(dead, "gcmu")
 
 
 def test_lpas_support_restricts_classes():
@@ -253,7 +267,9 @@ def test_random_tie_spreads_first_tasks_uniformly():
     """All machines idle since time 0 are tied for the first arrival: a uniform one (random), machine 0
     (lowest) or machine M-1 (highest). Machines differ in a_j, so they sit in different LP columns."""
     from hetsched.sim.desktop import kernel as K
+    from hetsched.sim.desktop import layout as L
     from hetsched.sim.desktop import prepare
+    from hetsched.sim.desktop.idle import find_machine
     from hetsched.sim.desktop.run import fresh_state
 
     s = System(id="five", alpha=(0.01,), groups=(MachineGroup("A", 5, (1.0,)),),
@@ -263,11 +279,11 @@ def test_random_tie_spreads_first_tasks_uniformly():
         p = prepare(s, "fcfs", tie=tie)
         assert p.C == 5
         hits = np.zeros(5, int)
+        init, _ = K.kernels(p.code)
         for k in range(500 if tie == "random" else 3):
-            m, st_, lp, ev, rng = fresh_state(p, np.random.SeedSequence(k))
-            K.init(m, st_, lp, ev, rng)
-            hits[K.find_machine(0, K.TIE_RULES_CODE[tie], m.muT, st_.mi, st_.mf, st_.chead, st_.cidle, st_.ninit,
-                                0, lp.elig_static, rng)] += 1
+            m, st_, lp, ev, rng, out = fresh_state(p, np.random.SeedSequence(k))
+            init(m, st_, lp, ev, rng, out)
+            hits[find_machine(0, L.TIE_RULES_CODE[tie], m.muT, st_, 0, lp.elig_static, rng)] += 1
         first[tie] = hits
     assert first["lowest"][0] == 3 and first["highest"][4] == 3
     # uniform over 5 machines: chi-square with 4 d.o.f. below its 0.999 quantile (18.47)

@@ -8,7 +8,7 @@ stability verdicts in :mod:`hetsched.mdp.stability`. The optimal policy comes fr
 """
 
 from ...mdp.stability import local_capacity, local_drift, local_stability
-from .model import POLICIES, SimParams, plan_coalloc, prepare, replication, simulate_coalloc, simulate_one
+from .model import POLICIES, Prepared, SimParams, plan_coalloc, prepare, replication, simulate_coalloc, simulate_one
 
-__all__ = ["POLICIES", "SimParams", "plan_coalloc", "prepare", "replication", "simulate_coalloc", "simulate_one",
-           "local_capacity", "local_drift", "local_stability"]
+__all__ = ["POLICIES", "Prepared", "SimParams", "plan_coalloc", "prepare", "replication", "simulate_coalloc",
+           "simulate_one", "local_capacity", "local_drift", "local_stability"]

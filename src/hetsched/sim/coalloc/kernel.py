@@ -1,5 +1,11 @@
 """Compiled replication kernel of the co-allocation model (no checks; writes ``out``).
 
+The kernel contract of every simulated model: :mod:`.model` validates and builds
+the named tuples below once -- :class:`Params` (rates, policy, sizes),
+:class:`State` (the job buffers of one replication) and :class:`Out` (the
+replication's measures, one named array each) -- and :func:`run` takes them
+with the streams: ``run(prm, state, st, out)``.
+
 Built on the shared core: the event list (:mod:`..core.events`, slots below),
 the xoshiro streams (:mod:`..core.rng`: stream 0 drives cluster-1 arrivals —
 gap, size, work —, stream 1 cluster-2 arrivals — gap, work —, so a job has the
@@ -9,6 +15,8 @@ segments (:mod:`..core.instability`).
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -16,28 +24,97 @@ from ..core.events import ev_cancel, ev_new, ev_pop, ev_schedule, ev_time
 from ..core.instability import NSEG, seg_close, seg_new, seg_observe
 from ..core.rng import expo, uniform
 
+__all__ = ["Params", "State", "Out", "run", "new_state", "new_out", "LOCAL", "HEURISTIC", "TABLE", "ALWAYS"]
+
+#: rates (lam1, lam2, mu1, mu2, mu3), one-node probability ``p``, costs, the policy (code and
+#: ``table[x1, q1, q2]`` read at ``min(q, clamp)``), starts per decision epoch, the horizon and
+#: warm-up, the truncation ``limit`` (0: unbounded) and the instability ``bound``
+Params = namedtuple("Params", ["lam1", "lam2", "mu1", "mu2", "mu3", "p", "c1", "c2", "policy", "table", "clamp",
+                               "max_starts", "horizon", "warmup", "limit", "bound"])
+#: the job buffers (rings of ``bound + 2`` jobs): queue 1's sizes and works, cluster 2's remaining times
+State = namedtuple("State", ["q1size", "q1work", "q2rem"])
+#: the measures of one replication (each a one-element array, ``seg`` the NSEG segment averages)
+Out = namedtuple("Out", ["cost", "L1", "L2", "t_end", "completions", "events", "coallocations", "hit_bound",
+                         "lost1", "lost2", "in_system_end", "arrivals1", "arrivals2", "work_sum", "seg"])
+
 # event slots; completions (priority 0) before arrivals (priority 1) at equal times
 ARR1, ARR2, END_A, END_B, END_CO, END2 = 0, 1, 2, 3, 4, 5
 N_SLOTS = 6
 # policy codes
 LOCAL, HEURISTIC, TABLE, ALWAYS, HEURISTIC_C1Q1 = 0, 1, 2, 3, 4
-# out layout
-O_COST, O_L1, O_L2, O_T, O_DONE, O_EVENTS, O_COALLOC, O_BOUND, O_LOST1, O_LOST2, O_NEND = range(11)
-N_OUT = 11 + NSEG  # then the NSEG segment averages of the number in system
+
+
+def new_state(bound: int) -> State:
+    cap = bound + 2
+    return State(np.zeros(cap, np.int8), np.zeros(cap), np.zeros(cap))
+
+
+def new_out() -> Out:
+    return Out(*(np.zeros(1) for _ in Out._fields[:-1]), np.zeros(NSEG))
 
 
 @njit(cache=True)
-def run_coalloc(rates, policy, table, clamp, max_starts, horizon, warmup, limit, bound, st, q1size, q1work,
-                q2rem, out):
+def _decide(prm, ev, q1size, q1work, q2rem, t, h1, n1, h2, n2, x1, x2, x11, kind_a, kind_b):
+    """Decision epoch: start at most ``max_starts`` jobs of queue 1 (0 = as many as fit).
+
+    Returns the new ``(h1, n1, x1, x2, x11, kind_a, kind_b, coallocations made)``."""
+    cap = q1size.size
+    nstart = 0
+    co = 0
+    while n1 > 0 and (prm.max_starts == 0 or nstart < prm.max_starts):
+        g = q1size[h1]
+        theta = 2 - x1 - 2 * x2 - x11
+        act = 0
+        if g == 2 and x11 == 0 and theta >= 1:
+            if prm.policy == HEURISTIC:
+                act = 1 if (x1 == 1 and prm.p * prm.c1 * n1 > prm.c2 * n2) else 0
+            elif prm.policy == TABLE:
+                act = prm.table[x1, min(n1, prm.clamp), min(n2, prm.clamp)]
+            elif prm.policy == ALWAYS:
+                act = 1
+            elif prm.policy == HEURISTIC_C1Q1:  # the comparator of §6: without the multiplier p
+                act = 1 if (x1 == 1 and prm.c1 * n1 > prm.c2 * n2) else 0
+        if act == 1:
+            w = q1work[h1]
+            h1 = (h1 + 1) % cap
+            n1 -= 1
+            x11 = 1
+            ev_schedule(ev, END_CO, t + w / prm.mu3, 0)
+            if n2 > 0:  # preempt the cluster-2 job; it keeps its remaining time
+                q2rem[h2] = ev.ht[ev.pos[END2]] - t
+                ev_cancel(ev, END2)
+            co += 1
+        elif theta >= g:
+            w = q1work[h1]
+            h1 = (h1 + 1) % cap
+            n1 -= 1
+            if g == 1:
+                x1 += 1
+            else:
+                x2 += 1
+            if kind_a == 0:
+                kind_a = g
+                ev_schedule(ev, END_A, t + w / prm.mu1, 0)
+            else:
+                kind_b = g
+                ev_schedule(ev, END_B, t + w / prm.mu1, 0)
+        else:
+            break
+        nstart += 1
+    return h1, n1, x1, x2, x11, kind_a, kind_b, co
+
+
+@njit(cache=True)
+def run(prm, state, st, out):
     """One replication over ``[0, horizon]``; statistics over ``[warmup, horizon]``.
 
-    ``rates`` = (lam1, lam2, mu1, mu2, mu3, p, c1, c2). ``table[x1, q1, q2]``
-    read at ``min(q, clamp)``. ``limit > 0``: at most ``limit`` jobs wait in
-    queue 1 and ``limit`` are at cluster 2 (the MDP's truncation; further
-    arrivals are lost). ``bound``: stop, flagged, when the number in system
-    exceeds it. Queue buffers hold ``bound + 2`` jobs.
+    ``limit > 0``: at most ``limit`` jobs wait in queue 1 and ``limit`` are at
+    cluster 2 (the MDP's truncation; further arrivals are lost). ``bound``: stop,
+    flagged, when the number in system exceeds it.
     """
-    lam1, lam2, mu1, mu2, mu3, p, c1, c2 = rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7]
+    q1size, q1work, q2rem = state.q1size, state.q1work, state.q2rem
+    lam1, lam2, p, c1, c2 = prm.lam1, prm.lam2, prm.p, prm.c1, prm.c2
+    horizon, warmup, limit, bound = prm.horizon, prm.warmup, prm.limit, prm.bound
     cap = q1size.size
     ev = ev_new(N_SLOTS)
     if lam1 > 0:
@@ -60,6 +137,9 @@ def run_coalloc(rates, policy, table, clamp, max_starts, horizon, warmup, limit,
     done = 0
     lost1 = 0
     lost2 = 0
+    arr1 = 0
+    arr2 = 0
+    work_sum = 0.0
     area = 0.0
     area1 = 0.0
     area2 = 0.0
@@ -85,6 +165,8 @@ def run_coalloc(rates, policy, table, clamp, max_starts, horizon, warmup, limit,
             g = 1 if uniform(st, 0) < p else 2
             w = expo(st, 0)
             ev_schedule(ev, ARR1, t + expo(st, 0) / lam1, 1)
+            arr1 += 1
+            work_sum += w
             if limit > 0 and n1 >= limit:
                 lost1 += 1
             else:
@@ -95,11 +177,13 @@ def run_coalloc(rates, policy, table, clamp, max_starts, horizon, warmup, limit,
         elif slot == ARR2:
             w = expo(st, 1)
             ev_schedule(ev, ARR2, t + expo(st, 1) / lam2, 1)
+            arr2 += 1
+            work_sum += w
             if limit > 0 and n2 >= limit:
                 lost2 += 1
             else:
                 j = (h2 + n2) % cap
-                q2rem[j] = w / mu2
+                q2rem[j] = w / prm.mu2
                 n2 += 1
                 if n2 == 1 and x11 == 0:
                     ev_schedule(ev, END2, t + q2rem[j], 0)
@@ -125,66 +209,30 @@ def run_coalloc(rates, policy, table, clamp, max_starts, horizon, warmup, limit,
             if n2 > 0:
                 ev_schedule(ev, END2, t + q2rem[h2], 0)
             done += 1
-        # decision epoch: start at most max_starts jobs of queue 1 (0 = as many as fit)
-        nstart = 0
-        while n1 > 0 and (max_starts == 0 or nstart < max_starts):
-            g = q1size[h1]
-            theta = 2 - x1 - 2 * x2 - x11
-            act = 0
-            if g == 2 and x11 == 0 and theta >= 1:
-                if policy == HEURISTIC:
-                    act = 1 if (x1 == 1 and p * c1 * n1 > c2 * n2) else 0
-                elif policy == TABLE:
-                    act = table[x1, min(n1, clamp), min(n2, clamp)]
-                elif policy == ALWAYS:
-                    act = 1
-                elif policy == HEURISTIC_C1Q1:  # the comparator of §6: without the multiplier p
-                    act = 1 if (x1 == 1 and c1 * n1 > c2 * n2) else 0
-            if act == 1:
-                w = q1work[h1]
-                h1 = (h1 + 1) % cap
-                n1 -= 1
-                x11 = 1
-                ev_schedule(ev, END_CO, t + w / mu3, 0)
-                if n2 > 0:  # preempt the cluster-2 job; it keeps its remaining time
-                    q2rem[h2] = ev.ht[ev.pos[END2]] - t
-                    ev_cancel(ev, END2)
-                coallocs += 1
-            elif theta >= g:
-                w = q1work[h1]
-                h1 = (h1 + 1) % cap
-                n1 -= 1
-                if g == 1:
-                    x1 += 1
-                else:
-                    x2 += 1
-                if kind_a == 0:
-                    kind_a = g
-                    ev_schedule(ev, END_A, t + w / mu1, 0)
-                else:
-                    kind_b = g
-                    ev_schedule(ev, END_B, t + w / mu1, 0)
-            else:
-                break
-            nstart += 1
+        h1, n1, x1, x2, x11, kind_a, kind_b, co = _decide(prm, ev, q1size, q1work, q2rem, t, h1, n1, h2, n2, x1,
+                                                          x2, x11, kind_a, kind_b)
+        coallocs += co
         if n1 + n2 + x1 + x2 + x11 > bound or n1 >= cap - 1 or n2 >= cap - 1:
             hit = True
             break
     T = t - warmup
     nend = n1 + x1 + x2 + x11 + n2
-    out[O_COST] = area / T if T > 0 else np.nan
-    out[O_L1] = area1 / T if T > 0 else np.nan
-    out[O_L2] = area2 / T if T > 0 else np.nan
-    out[O_T] = t
-    out[O_DONE] = done
-    out[O_EVENTS] = events
-    out[O_COALLOC] = coallocs
-    out[O_BOUND] = 1.0 if hit else 0.0
-    out[O_LOST1] = lost1
-    out[O_LOST2] = lost2
-    out[O_NEND] = nend
+    out.cost[0] = area / T if T > 0 else np.nan
+    out.L1[0] = area1 / T if T > 0 else np.nan
+    out.L2[0] = area2 / T if T > 0 else np.nan
+    out.t_end[0] = t
+    out.completions[0] = done
+    out.events[0] = events
+    out.coallocations[0] = coallocs
+    out.hit_bound[0] = 1.0 if hit else 0.0
+    out.lost1[0] = lost1
+    out.lost2[0] = lost2
+    out.in_system_end[0] = nend
+    out.arrivals1[0] = arr1
+    out.arrivals2[0] = arr2
+    out.work_sum[0] = work_sum
     if not hit:
-        seg_close(sg, horizon, nend, out[N_OUT - NSEG:])
+        seg_close(sg, horizon, nend, out.seg)
     else:
         for k in range(NSEG):
-            out[N_OUT - NSEG + k] = np.nan
+            out.seg[k] = np.nan

@@ -39,9 +39,16 @@ completions in a stable system) after a warm-up of 5 %. Instability: the core
 rule (:mod:`hetsched.sim.core.instability`: a bound on the number in system, or
 a growing trend); Local's exact capacity is in :mod:`hetsched.mdp.stability`.
 
-Three layers: :func:`simulate_coalloc` validates and replicates;
-:func:`prepare` turns parameters and a policy into arrays;
-:func:`replication` runs the compiled kernel (:mod:`.kernel`) for one seed.
+Three layers (the kernel contract of every simulated model): :func:`prepare`
+validates once and returns a :class:`Prepared` whose ``params`` is the kernel's
+:class:`~.kernel.Params` named tuple; :func:`replication` runs the compiled
+kernel (:mod:`.kernel`: ``run(params, state, streams, out)``) for one seed;
+:func:`plan_coalloc` / :func:`simulate_coalloc` replicate and summarize into a
+:class:`~hetsched.sim.core.result.SimResult`.
+
+Common random numbers: a job's size and work come from its cluster's arrival
+stream, drawn at arrival, so every policy sees the same jobs for the same seed
+(``arrivals1``, ``arrivals2`` and ``work_sum`` of a replication witness it).
 """
 
 from __future__ import annotations
@@ -53,11 +60,12 @@ from typing import Any
 
 import numpy as np
 
+from ..._memory import ensure_fits
 from ...errors import ModelError
 from ..core import DEFAULT_SEED, default_bound, make_streams, seed_sequence, trend_unstable, verdict
 from ..core.result import SimResult, from_replications
 
-__all__ = ["POLICIES", "SimParams", "prepare", "replication", "simulate_one", "simulate_coalloc"]
+__all__ = ["POLICIES", "SimParams", "Prepared", "prepare", "replication", "simulate_one", "simulate_coalloc"]
 
 POLICIES = {"local": 0, "heuristic": 1, "table": 2, "always": 3, "heuristic-c1q1": 4}
 WARMUP_FRACTION = 0.05
@@ -95,9 +103,6 @@ class SimParams:
         """From any object with the same attribute names (e.g. ``CoallocParams``)."""
         return cls(*(float(getattr(prm, n)) for n in ("lam1", "lam2", "mu1", "mu2", "mu3", "p", "c1", "c2")))
 
-    def rates(self) -> np.ndarray:
-        return np.array([self.lam1, self.lam2, self.mu1, self.mu2, self.mu3, self.p, self.c1, self.c2])
-
 
 def _policy_code(policy: str) -> int:
     key = str(policy).lower()
@@ -119,10 +124,37 @@ def _check_table(table: np.ndarray | None, code: int) -> np.ndarray:
     return np.ascontiguousarray(t, dtype=np.int8)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One validated configuration: the kernel's parameters and what the summary reports."""
+
+    sim: SimParams
+    policy: str
+    params: tuple  # kernel.Params
+    completions: int
+
+    @property
+    def horizon(self) -> float:
+        return self.params.horizon
+
+    @property
+    def bound(self) -> int:
+        return self.params.bound
+
+    def with_horizon(self, horizon: float) -> "Prepared":
+        """The same configuration over ``[0, horizon]`` (warm-up 5 % of it)."""
+        from dataclasses import replace
+
+        return replace(self, params=self.params._replace(horizon=float(horizon),
+                                                         warmup=WARMUP_FRACTION * float(horizon)))
+
+
 def prepare(params: SimParams | Any, policy: str = "local", *, completions: int = 200_000,
             table: np.ndarray | None = None, clamp: int | None = None, max_starts: int = 1,
-            limit: int | None = None, bound: int | None = None) -> dict[str, Any]:
-    """Validate once; return the kernel's arguments (arrays and scalars) as a dict."""
+            limit: int | None = None, bound: int | None = None) -> Prepared:
+    """Validate once; return the kernel's parameters (:class:`Prepared`)."""
+    from .kernel import Params
+
     prm = params if isinstance(params, SimParams) else SimParams.of(params)
     code = _policy_code(policy)
     tab = _check_table(table, code)
@@ -139,34 +171,39 @@ def prepare(params: SimParams | Any, policy: str = "local", *, completions: int 
         raise ModelError(f"max_starts: must be 0 (as many as fit), 1 (the paper) or 2, got {max_starts!r}")
     if limit is not None and not (isinstance(limit, (int, np.integer)) and limit >= 1):
         raise ModelError(f"limit: must be an integer >= 1 (or None for unbounded queues), got {limit!r}")
+    if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, np.integer))):
+        raise ModelError(f"bound: must be an integer >= 10, got {bound!r}")
     bound = default_bound(3) if bound is None else int(bound)
     if bound < 10:
         raise ModelError(f"bound: must be >= 10, got {bound}")
+    ensure_fits(f"bound = {bound}", 17 * bound)  # the queue buffers of one replication
     horizon = float(completions) / (prm.lam1 + prm.lam2)
-    return {
-        "params": prm, "policy": str(policy).lower(), "code": code, "table": tab, "clamp": int(clamp),
-        "max_starts": int(max_starts), "horizon": horizon, "warmup": WARMUP_FRACTION * horizon,
-        "limit": int(limit or 0), "bound": bound, "completions": int(completions),
-    }
+    if not math.isfinite(horizon):
+        raise ModelError(f"lam1, lam2: arrival rates {prm.lam1:g} + {prm.lam2:g} are too small: "
+                         f"{completions} completions would take longer than any simulated time")
+    kp = Params(lam1=prm.lam1, lam2=prm.lam2, mu1=prm.mu1, mu2=prm.mu2, mu3=prm.mu3, p=prm.p, c1=prm.c1,
+                c2=prm.c2, policy=code, table=tab, clamp=int(clamp), max_starts=int(max_starts), horizon=horizon,
+                warmup=WARMUP_FRACTION * horizon, limit=int(limit or 0), bound=int(bound))
+    return Prepared(sim=prm, policy=str(policy).lower(), params=kp, completions=int(completions))
 
 
-def replication(ss: np.random.SeedSequence, prep: dict[str, Any]) -> dict[str, Any]:
+def replication(ss: np.random.SeedSequence, prep: Prepared) -> dict[str, Any]:
     """One replication (top level, picklable: used by :func:`hetsched.runner.replicate`)."""
-    from .kernel import N_OUT, NSEG, run_coalloc
+    from .kernel import new_out, new_state, run
 
-    cap = prep["bound"] + 2
-    out = np.zeros(N_OUT)
+    out = new_out()
     st = make_streams(ss, 2)
     t0 = time.perf_counter()
-    run_coalloc(prep["params"].rates(), prep["code"], prep["table"], prep["clamp"], prep["max_starts"],
-                prep["horizon"], prep["warmup"], prep["limit"], prep["bound"], st,
-                np.zeros(cap, np.int8), np.zeros(cap), np.zeros(cap), out)
-    seg = out[N_OUT - NSEG:]
+    run(prep.params, new_state(prep.params.bound), st, out)
+    hit = bool(out.hit_bound[0])
     return {
-        "cost": float(out[0]), "L1": float(out[1]), "L2": float(out[2]), "time": float(out[3]),
-        "completions": int(out[4]), "events": int(out[5]), "coallocations": int(out[6]),
-        "hit_bound": bool(out[7]), "lost1": int(out[8]), "lost2": int(out[9]), "in_system_end": int(out[10]),
-        "trend": bool(not out[7] and trend_unstable(seg)), "segments": seg.tolist(),
+        "cost": float(out.cost[0]), "L1": float(out.L1[0]), "L2": float(out.L2[0]), "time": float(out.t_end[0]),
+        "completions": int(out.completions[0]), "events": int(out.events[0]),
+        "coallocations": int(out.coallocations[0]), "hit_bound": hit, "lost1": int(out.lost1[0]),
+        "lost2": int(out.lost2[0]), "in_system_end": int(out.in_system_end[0]),
+        "arrivals1": int(out.arrivals1[0]), "arrivals2": int(out.arrivals2[0]),
+        "work_sum": float(out.work_sum[0]),
+        "trend": bool(not hit and trend_unstable(out.seg)), "segments": out.seg.tolist(),
         "wall_seconds": time.perf_counter() - t0,
     }
 
@@ -231,33 +268,34 @@ def plan_coalloc(params: SimParams | Any, policy: str = "local", reps: int = 10,
 
     def finish(runs: list[dict], wall: float) -> SimResult:
         unstable, n_bound, n_trend = verdict([r["hit_bound"] for r in runs], [r["trend"] for r in runs])
-        prm = prep["params"]
+        prm = prep.sim
+        kp = prep.params
         extra: dict[str, Any] = {
             "L1": float(np.mean([r["L1"] for r in runs])), "L2": float(np.mean([r["L2"] for r in runs])),
             "coallocations_per_rep": float(np.mean([r["coallocations"] for r in runs])),
-            "completions": prep["completions"], "limit": prep["limit"] or None, "clamp": prep["clamp"],
+            "completions": prep.completions, "limit": kp.limit or None, "clamp": kp.clamp,
             "bound_reps": n_bound, "trend_reps": n_trend,
             "lost_fraction": float(sum(r["lost1"] + r["lost2"] for r in runs))
             / max(1.0, float(sum(r["completions"] + r["lost1"] + r["lost2"] for r in runs))),
         }
-        if prep["policy"] == "local" and not prep["limit"] and prep["max_starts"] in (0, 1):
-            ls = local_stability(prm.lam1, prm.lam2, prm.mu1, prm.mu2, prm.p, prep["max_starts"])
+        if prep.policy == "local" and not kp.limit and kp.max_starts in (0, 1):
+            ls = local_stability(prm.lam1, prm.lam2, prm.mu1, prm.mu2, prm.p, kp.max_starts)
             extra["local_capacity_rho1"] = ls["capacity_rho1"]
             extra["local_stable_exact"] = ls["stable"]
         if unstable:
-            why = (f"{n_bound} of {len(runs)} replications exceeded {prep['bound']} jobs in system" if n_bound
+            why = (f"{n_bound} of {len(runs)} replications exceeded {kp.bound} jobs in system" if n_bound
                    else f"{n_trend} of {len(runs)} replications grow through the run")
             message = f"unstable: {why}"
         else:
             message = "ok"
         return from_replications(
-            runs, model="coalloc", policy=prep["policy"], metric="cost", key="cost", per_class=[],
-            wall_seconds=wall, unstable=unstable, message=message, horizon=prep["horizon"],
+            runs, model="coalloc", policy=prep.policy, metric="cost", key="cost", per_class=[],
+            wall_seconds=wall, unstable=unstable, message=message, horizon=kp.horizon,
             seed=int(seed),
-            options={"max_starts": prep["max_starts"], "limit": prep["limit"] or None, "clamp": prep["clamp"]},
+            options={"max_starts": kp.max_starts, "limit": kp.limit or None, "clamp": kp.clamp},
             extra=extra,
         )
 
-    return Planned(job=Job(replication, prep, int(reps), int(seed), f"coalloc {prep['policy']}"), finish=finish,
-                   warm=lambda: replication(np.random.SeedSequence(0), {**prep, "horizon": 1.0, "warmup": 0.05}),
+    return Planned(job=Job(replication, prep, int(reps), int(seed), f"coalloc {prep.policy}"), finish=finish,
+                   warm=lambda: replication(np.random.SeedSequence(0), prep.with_horizon(1.0)),
                    warm_key=("coalloc",))

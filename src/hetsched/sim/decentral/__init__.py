@@ -52,9 +52,13 @@ level drawn uniformly from ``alpha_levels`` (1, 1.1, 1.2) or ``mu_levels`` (1,
 1.05, 1.15). A running task's remaining time is rescaled (exponential work).
 
 *Estimation inaccuracy (§4.3.2).* Machine ``j`` publishes ``\\hat r = r (1+E)``,
-``E ~ U[-I, I]`` for each of its rates ``r``, drawn anew whenever ``r`` changes
-(and at time 0). ECTs and views use estimates; the simulated system the actual
-rates.
+``E ~ U[-I, I]`` for each of its rates ``r``. ``inaccuracy_draw="per-message"``
+(default): ``E`` is drawn afresh in every report of the rates -- the deciding
+machine reads its own rates afresh at each arrival (one draw per rate, carried
+by all its requests of that decision), and each contacted machine draws afresh
+for its reply and the ECT it reports. ``"per-rate"``: ``E`` is drawn anew
+whenever ``r`` changes (and at time 0) and kept meanwhile. ECTs and views use
+estimates; the simulated system the actual rates.
 
 *Dynamic CPU availability (§4.3.3, 4.B).* CPU events form a Poisson process of
 mean interval ``cpu_change_mean_interval``; at each, every machine takes the
@@ -77,8 +81,8 @@ kernel :func:`.kernel.run`) → :func:`summarize` (a
 :func:`simulate` does all three with replications in parallel.
 """
 
-from .model import POLICY_CODES, PROPAGATION, TIES, per_machine_alpha, prepare
+from .model import INACCURACY_DRAWS, POLICY_CODES, PROPAGATION, TIES, per_machine_alpha, prepare
 from .run import one_run, plan, replication, simulate, simulate_cli, summarize, warm_up_kernels
 
 __all__ = ["simulate", "plan", "prepare", "replication", "summarize", "one_run", "simulate_cli", "warm_up_kernels",
-           "per_machine_alpha", "POLICY_CODES", "PROPAGATION", "TIES"]
+           "per_machine_alpha", "POLICY_CODES", "PROPAGATION", "INACCURACY_DRAWS", "TIES"]

@@ -1,13 +1,25 @@
 """Compiled replication kernel of the decentralized-grid model (see :mod:`hetsched.sim.decentral`).
 
-Compiled, no checks; takes the model ``m`` (:class:`Model`, arrays made once
-by :func:`hetsched.sim.decentral.model.prepare`), the outputs ``out``
-(:class:`Out`) and the xoshiro streams ``st`` of the core.
+Compiled, no checks, no allocation in the event loop. The kernel contract of
+every simulated model: :mod:`.model` builds the parameters once
+(:class:`Params`: rates and the options as named scalars), :mod:`.run` allocates
+a replication's :class:`State` and :class:`Out` (named arrays) and calls
+``init(p, s, st, out)`` then ``run(p, s, st, out)`` with the xoshiro streams
+``st`` of the core. One event, one short function (:func:`on_completion`,
+:func:`on_arrival`, :func:`on_rate_change`, :func:`on_cpu_change`), inlined into
+:func:`run`.
+
+A kernel per policy: the candidate set of an arrival is the bound global
+``_candidates`` -- :func:`cand_mct`, :func:`cand_kpb` or :func:`cand_lpas` --
+and :func:`kernels` compiles :func:`on_arrival` and :func:`run` again with it
+bound, through :func:`hetsched.sim.core.kernels.specialise` (cached on disk);
+no policy switch runs per arrival.
 
 Built on the core: the event list (slots: completion at machine ``j`` = ``j``,
 priority 0; the superposed arrival stream ``M``, 1; rate change ``M + 1``, 2;
 CPU change ``M + 2``, 3; order ``(time, priority, sequence)``), the streams,
-the instability segments and the LP tableau (:mod:`hetsched.sim.core.lptab`).
+the task pool (one FCFS queue per machine), the tie chooser, the instability
+segments and the LP tableau (:mod:`hetsched.lp.tableau`).
 
 Performance notes (named where made):
 
@@ -16,16 +28,16 @@ Performance notes (named where made):
   rate change only redraws the next arrival time, which is exact for Poisson
   streams by memorylessness);
 * a machine's LP is solved only when its *view* changed since its last solve
-  (``dirty`` flag); :func:`~hetsched.sim.core.lptab.gub_simplex` first tests
+  (``dirty`` flag); :func:`~hetsched.lp.tableau.gub_simplex` first tests
   in O(NM) whether the machine's last optimal basis is still primal and dual
   feasible for the new view, else pivots from it on the structured basis at
   O(NM) per pivot; only if the basis leaves that shape does the dense tableau
   simplex run, *warm-started* from that machine's previous optimal basis
-  (:func:`~hetsched.sim.core.lptab.solve_vertex`); at time 0 all views are
+  (:func:`~hetsched.lp.tableau.solve_vertex`); at time 0 all views are
   equal and one solve serves every machine;
 * an exponential execution time is drawn at arrival as work ``X ~ Exp(1)``,
   so a change of the execution rate while a task runs only rescales its
-  remaining time.
+  remaining time (and every policy sees the same works: common random numbers).
 """
 
 from __future__ import annotations
@@ -38,43 +50,64 @@ from numba import njit
 from ..core.events import ev_cancel, ev_new, ev_schedule
 from ..core.instability import seg_close, seg_new, seg_observe
 from ...lp.tableau import gub_simplex, solve_vertex
+from ..core.pool import pool_new, pool_pop, pool_push
 from ..core.rng import expo, uniform
+from ..core.ties import tie_keep
 
-#: the model: arrays made once per (system, policy, options)
-Model = namedtuple("Model", ["alpha0", "mu0", "a0", "a_choices", "alpha_levels", "mu_levels", "iopt", "fopt"])
-#: the outputs of one replication
-Out = namedtuple("Out", ["resp", "done", "seg", "ints", "log_t", "log_i", "log_o", "log_d", "log_x"])
+__all__ = ["Params", "State", "Out", "init", "run", "kernels", "new_state", "new_out", "POLICY_FUNCS"]
 
-# iopt fields
-I_POLICY, I_KBAR, I_LOCAL, I_INSTANT, I_TIE, I_BOUND = range(6)
-N_IOPT = 6
-# fopt fields
-F_RC_RATE, F_CPU_RATE, F_INACC, F_HORIZON, F_WARMUP = range(5)
-N_FOPT = 5
+#: the model: initial rates, CPU-availability choices, rate-change levels, then the options as scalars
+Params = namedtuple("Params", ["alpha0", "mu0", "a0", "a_choices", "alpha_levels", "mu_levels", "policy", "kbar",
+                               "include_local", "instant", "tie", "bound", "fresh", "rc_rate", "cpu_rate",
+                               "inaccuracy", "horizon", "warmup"])
+#: one replication's state: actual and estimated rates, views, LP supports and bases, the tasks (a pool of
+#: FCFS queues per machine with class, arrival time, work), queue contents, events, scratch
+State = namedtuple("State", ["alpha", "mu_nom", "a", "mu", "est_alpha", "est_mu", "view_alpha", "view_mu",
+                             "dirty", "support", "basis_store", "ones", "asum", "pool", "t_cls", "t_arr", "t_work",
+                             "Q", "tdone", "cand", "order", "A", "ev", "sg"])
+#: the measures of one replication: per-class response sums and counts, segment averages, counters
+#: (one-element arrays), the arrival log
+Out = namedtuple("Out", ["resp", "done", "seg", "status", "events", "arrivals", "completions", "messages",
+                         "lp_solves", "pivots", "rc_events", "cpu_events", "peak", "view_updates", "logged",
+                         "support_size", "remote", "lp_warm", "lp_checks", "lp_structured", "log_t", "log_i",
+                         "log_o", "log_d", "log_x"])
+
 # policy codes
 MCT, KPB, LPAS_DEC = 0, 1, 2
 # tie rules
 TIE_LOWEST, TIE_HIGHEST, TIE_RANDOM = 0, 1, 2
 # streams
-S_ARR, S_WHICH, S_WORK, S_RC, S_EST, S_TIE, S_CPU = 0, 1, 2, 3, 4, 5, 6
-N_STREAMS = 7
-# out.ints fields
-O_STATUS, O_EVENTS, O_ARRIVALS, O_COMPLETIONS, O_MESSAGES, O_LPSOLVES, O_PIVOTS = 0, 1, 2, 3, 4, 5, 6
-O_RC_EVENTS, O_CPU_EVENTS, O_PEAK, O_VIEW_UPDATES, O_LOGGED, O_SUPPORT_SIZE, O_REMOTE = 7, 8, 9, 10, 11, 12, 13
-O_WARM, O_CHECKS, O_GUB = 14, 15, 16
-N_OUT_INT = 17
+S_ARR, S_WHICH, S_WORK, S_RC, S_EST, S_TIE, S_CPU, S_MSG = 0, 1, 2, 3, 4, 5, 6, 7
+N_STREAMS = 8
 # event priorities
 PRIO_COMPLETION, PRIO_ARRIVAL, PRIO_RATE, PRIO_CPU = 0, 1, 2, 3
+
+
+def new_state(p: Params) -> State:
+    """The arrays of one replication (filled by :func:`init`)."""
+    N, M = p.mu0.shape
+    VM = M if p.policy != MCT else 1  # MCT keeps no views
+    cap = p.bound + 1
+    return State(alpha=np.zeros((N, M)), mu_nom=np.zeros((N, M)), a=np.zeros(M), mu=np.zeros((N, M)),
+                 est_alpha=np.zeros((N, M)), est_mu=np.zeros((N, M)), view_alpha=np.zeros((VM, N, M)),
+                 view_mu=np.zeros((VM, N, M)), dirty=np.ones(M, np.bool_), support=np.zeros((VM, N, M), np.bool_),
+                 basis_store=np.zeros((VM, N + M), np.int64), ones=np.ones(M), asum=np.zeros(N),
+                 pool=pool_new(cap, M), t_cls=np.zeros(cap, np.int64), t_arr=np.zeros(cap), t_work=np.zeros(cap),
+                 Q=np.zeros((N, M), np.int64), tdone=np.full(M, np.inf), cand=np.empty(M, np.int64),
+                 order=np.empty(M, np.int64), A=np.zeros(1), ev=ev_new(M + 3), sg=seg_new(p.warmup, p.horizon))
 
 
 def new_out(N: int, log: int) -> Out:
     """Zeroed outputs of one replication (``log`` arrivals logged)."""
     from ..core.instability import NSEG
 
-    return Out(np.zeros(N), np.zeros(N, np.int64), np.zeros(NSEG), np.zeros(N_OUT_INT, np.int64), np.zeros(log),
-               np.zeros(log, np.int64), np.zeros(log, np.int64), np.zeros(log, np.int64), np.zeros(log))
+    counters = {f: np.zeros(1, np.int64) for f in Out._fields[3:20]}
+    return Out(resp=np.zeros(N), done=np.zeros(N, np.int64), seg=np.zeros(NSEG), **counters,
+               log_t=np.zeros(log), log_i=np.zeros(log, np.int64), log_o=np.zeros(log, np.int64),
+               log_d=np.zeros(log, np.int64), log_x=np.zeros(log))
 
 
+# ----------------------------------------------------------------------------- estimates and messages
 @njit(cache=True)
 def _ect(i, j, Q, est_mu):
     """Expected completion time machine ``j`` reports for a class-``i`` arrival (§2.2.2)."""
@@ -146,349 +179,389 @@ def _estimate(x, inacc, st):
 
 
 @njit(cache=True)
-def run(m, out, st):
-    """One replication; see the module docstring of :mod:`hetsched.sim.decentral`. Returns the status
-    (0 completed, 1 the bound on the number in system was exceeded)."""
-    alpha0, mu0, a0, a_choices = m.alpha0, m.mu0, m.a0, m.a_choices
-    alpha_levels, mu_levels = m.alpha_levels, m.mu_levels
-    policy, kbar = m.iopt[I_POLICY], m.iopt[I_KBAR]
-    include_local, instant = m.iopt[I_LOCAL] == 1, m.iopt[I_INSTANT] == 1
-    tie = m.iopt[I_TIE]
-    max_in_system = m.iopt[I_BOUND]
-    rc_rate, cpu_rate, inacc = m.fopt[F_RC_RATE], m.fopt[F_CPU_RATE], m.fopt[F_INACC]
-    horizon, warmup = m.fopt[F_HORIZON], m.fopt[F_WARMUP]
-    out_resp, out_done, out_int = out.resp, out.done, out.ints
-    log_t, log_i, log_o, log_d, log_x = out.log_t, out.log_i, out.log_o, out.log_d, out.log_x
-    N, M = mu0.shape
-    ones = np.ones(M)
-    # actual and estimated rates
-    alpha = alpha0.copy()
-    mu_nom = mu0.copy()
-    a = a0.copy()
-    mu = np.empty((N, M))
+def _report(j, alpha, mu, est_alpha, est_mu, inacc, st):
+    """Machine ``j`` reports its rates with fresh errors (``inaccuracy_draw="per-message"``):
+    ``r (1 + E)``, ``E ~ U[-I, I]`` drawn anew for each rate in each report."""
+    N = mu.shape[0]
+    for i in range(N):
+        e = (2.0 * uniform(st, S_MSG) - 1.0) * inacc
+        v = alpha[i, j] * (1.0 + e)
+        est_alpha[i, j] = v if v > 1e-300 else 1e-300
+        if mu[i, j] > 0:
+            e = (2.0 * uniform(st, S_MSG) - 1.0) * inacc
+            v = mu[i, j] * (1.0 + e)
+            est_mu[i, j] = v if v > 1e-300 else 1e-300
+
+
+# ----------------------------------------------------------------------------- candidate sets, one per policy
+@njit(cache=True, inline="always")
+def cand_mct(p, s, out, i, o):
+    """MCT (§4.1): every machine able to run class ``i``."""
+    n = 0
+    for j in range(s.mu.shape[1]):
+        if s.mu[i, j] > 0:
+            s.cand[n] = j
+            n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def cand_kpb(p, s, out, i, o):
+    """KPB (§4.1): the ``kbar`` machines with the largest rate in the origin's view (ties: lower index)."""
+    M = s.mu.shape[1]
+    order = s.order
+    for j in range(M):
+        order[j] = j
+    nk = p.kbar if p.kbar < M else M
+    for r in range(nk):
+        best = r
+        for q in range(r + 1, M):
+            if s.view_mu[o, i, order[q]] > s.view_mu[o, i, order[best]]:
+                best = q
+        tmp = order[r]
+        order[r] = order[best]
+        order[best] = tmp
+    n = 0
+    for r in range(nk):
+        if s.view_mu[o, i, order[r]] > 0 and s.mu[i, order[r]] > 0:
+            s.cand[n] = order[r]
+            n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def cand_lpas(p, s, out, i, o):
+    """LPAS_dec (§4.2): the support of the origin's LP on its view (re-solved if the view changed);
+    every machine if it gives class ``i`` none."""
+    N, M = s.mu.shape
+    if s.dirty[o]:
+        asum = s.asum
+        for ii in range(N):
+            asum[ii] = 0.0
+            for jj in range(M):
+                asum[ii] += s.view_alpha[o, ii, jj]
+        out.lp_checks[0] += 1
+        gp = gub_simplex(asum, s.view_mu[o], s.basis_store[o], s.support[o], 200)
+        if gp > 0:
+            out.pivots[0] += gp
+            out.lp_structured[0] += 1
+        if gp < 0:
+            lam, piv, used = solve_vertex(asum, s.view_mu[o], s.ones, s.support[o], s.basis_store[o], True)
+            out.lp_solves[0] += 1
+            if used:
+                out.lp_warm[0] += 1
+            if piv > 0:
+                out.pivots[0] += piv
+        s.dirty[o] = False
+    n = 0
+    for j in range(M):
+        if s.support[o, i, j] and s.mu[i, j] > 0:
+            s.cand[n] = j
+            n += 1
+    if n == 0:  # empty support in this view: fall back to every machine
+        for j in range(M):
+            if s.mu[i, j] > 0:
+                s.cand[n] = j
+                n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def cand_any(p, s, out, i, o):
+    """Every policy through one switch (the unspecialised module-level kernel)."""
+    if p.policy == MCT:
+        return cand_mct(p, s, out, i, o)
+    if p.policy == KPB:
+        return cand_kpb(p, s, out, i, o)
+    return cand_lpas(p, s, out, i, o)
+
+
+_candidates = cand_any  # rebound per policy by kernels()
+
+
+# ----------------------------------------------------------------------------- initial state
+@njit(cache=True)
+def init(p, s, st, out):
+    """Rates, estimates and views at time 0, the first LP (one solve: every view is the same), the
+    first events."""
+    N, M = p.mu0.shape
+    inacc = p.inaccuracy
+    s.alpha[:, :] = p.alpha0
+    s.mu_nom[:, :] = p.mu0
+    s.a[:] = p.a0
     for i in range(N):
         for j in range(M):
-            mu[i, j] = mu_nom[i, j] * a[j]
-    est_alpha = np.empty((N, M))
-    est_mu = np.empty((N, M))
+            s.mu[i, j] = s.mu_nom[i, j] * s.a[j]
     for j in range(M):
         for i in range(N):
-            est_alpha[i, j] = _estimate(alpha[i, j], inacc, st)
-            est_mu[i, j] = _estimate(mu[i, j], inacc, st) if mu[i, j] > 0 else 0.0
-    # views: every machine starts knowing every machine's published estimates
-    piggy = 0 if policy == MCT else (1 if policy == KPB else 2)
-    need_view = policy != MCT
-    VM = M if need_view else 1
-    view_alpha = np.zeros((VM, N, M))
-    view_mu = np.zeros((VM, N, M))
-    if need_view:
+            s.est_alpha[i, j] = _estimate(s.alpha[i, j], inacc, st)
+            s.est_mu[i, j] = _estimate(s.mu[i, j], inacc, st) if s.mu[i, j] > 0 else 0.0
+    if p.policy != MCT:  # views: every machine starts knowing every machine's published estimates
         for v in range(M):
             for i in range(N):
                 for j in range(M):
-                    view_alpha[v, i, j] = est_alpha[i, j]
-                    view_mu[v, i, j] = est_mu[i, j]
-    dirty = np.ones(M, np.bool_)
-    support = np.zeros((VM, N, M), np.bool_)
-    basis_store = np.zeros((VM, N + M), np.int64)
-    lp_solves = 0
-    pivots = 0
-    warm_solves = 0
-    lp_checks = 0
-    gub_solves = 0
-    if policy == LPAS_DEC:
-        # identical views at time 0: one solve serves every machine
-        asum = np.zeros(N)
+                    s.view_alpha[v, i, j] = s.est_alpha[i, j]
+                    s.view_mu[v, i, j] = s.est_mu[i, j]
+    if p.policy == LPAS_DEC:
+        asum = s.asum
         for ii in range(N):
+            asum[ii] = 0.0
             for jj in range(M):
-                asum[ii] += view_alpha[0, ii, jj]
-        lam, piv, used = solve_vertex(asum, view_mu[0], ones, support[0], basis_store[0], False)
-        lp_solves += 1
+                asum[ii] += s.view_alpha[0, ii, jj]
+        lam, piv, used = solve_vertex(asum, s.view_mu[0], s.ones, s.support[0], s.basis_store[0], False)
+        out.lp_solves[0] += 1
         if piv > 0:
-            pivots += piv
+            out.pivots[0] += piv
         for v in range(M):
-            support[v, :, :] = support[0]
-            basis_store[v, :] = basis_store[0]
-            dirty[v] = False
-    # task pool (linked FCFS lists per machine)
-    cap = max_in_system + 1
-    t_cls = np.zeros(cap, np.int64)
-    t_arr = np.zeros(cap)
-    t_work = np.zeros(cap)
-    t_next = np.full(cap, -1, np.int64)
-    free = np.arange(cap - 1, -1, -1).astype(np.int64)
-    nfree = cap
-    head = np.full(M, -1, np.int64)
-    tail = np.full(M, -1, np.int64)
-    Q = np.zeros((N, M), np.int64)
-    # events: completion per machine (tdone mirrors their times), arrivals, rate and CPU changes
-    ev = ev_new(M + 3)
-    tdone = np.full(M, np.inf)
-    # scratch
-    cand = np.empty(M, np.int64)
-    order = np.empty(M, np.int64)
-    A = alpha.sum()
-    t = 0.0
+            s.support[v, :, :] = s.support[0]
+            s.basis_store[v, :] = s.basis_store[0]
+            s.dirty[v] = False
+    A = s.alpha.sum()
+    s.A[0] = A
     if A > 0:
-        ev_schedule(ev, M, expo(st, S_ARR) / A, PRIO_ARRIVAL)
-    if rc_rate > 0:
-        ev_schedule(ev, M + 1, expo(st, S_RC) / rc_rate, PRIO_RATE)
-    if cpu_rate > 0:
-        ev_schedule(ev, M + 2, expo(st, S_CPU) / cpu_rate, PRIO_CPU)
-    n_sys = 0
-    sg = seg_new(warmup, horizon)
-    events = 0
-    arrivals = 0
-    completions = 0
-    messages = 0
-    rc_events = 0
-    cpu_events = 0
-    peak = 0
-    view_updates = 0
-    logged = 0
-    sup_size = 0
-    remote = 0
-    status = 0
+        ev_schedule(s.ev, M, expo(st, S_ARR) / A, PRIO_ARRIVAL)
+    if p.rc_rate > 0:
+        ev_schedule(s.ev, M + 1, expo(st, S_RC) / p.rc_rate, PRIO_RATE)
+    if p.cpu_rate > 0:
+        ev_schedule(s.ev, M + 2, expo(st, S_CPU) / p.cpu_rate, PRIO_CPU)
+
+
+# ----------------------------------------------------------------------------- one function per event
+@njit(cache=True, inline="always")
+def on_completion(p, s, out, j, t):
+    """Machine ``j`` finishes its head-of-line task and starts the next one."""
+    pl = s.pool
+    k = pool_pop(pl, j)
+    c = s.t_cls[k]
+    if s.t_arr[k] >= p.warmup:
+        out.resp[c] += t - s.t_arr[k]
+        out.done[c] += 1
+    s.Q[c, j] -= 1
+    out.completions[0] += 1
+    k2 = pl.head[j]
+    if k2 >= 0:
+        s.tdone[j] = t + s.t_work[k2] / s.mu[s.t_cls[k2], j]
+        ev_schedule(s.ev, j, s.tdone[j], PRIO_COMPLETION)
+    else:
+        s.tdone[j] = np.inf
+        ev_cancel(s.ev, j)
+
+
+@njit(cache=True, inline="always")
+def on_arrival(p, s, st, out, t, n_sys):
+    """A task arrives at its origin machine, which chooses where it runs (§1.5.1). Returns 0, or 1
+    when the bound on the number in system is exceeded."""
+    N, M = s.mu.shape
+    A = s.A[0]
+    out.arrivals[0] += 1
+    # which stream (i, origin)?
+    u = uniform(st, S_WHICH) * A
+    acc = 0.0
+    i = N - 1
+    o = M - 1
+    found = False
+    for ii in range(N):
+        for jj in range(M):
+            acc += s.alpha[ii, jj]
+            if u <= acc and s.alpha[ii, jj] > 0:
+                i = ii
+                o = jj
+                found = True
+                break
+        if found:
+            break
+    work = expo(st, S_WORK)
+    ev_schedule(s.ev, M, t + expo(st, S_ARR) / A, PRIO_ARRIVAL)
+    need_view = p.policy != MCT
+    instant = p.instant == 1
+    fresh = p.fresh == 1 and p.inaccuracy > 0.0
+    if fresh:  # the deciding machine reads its own rates afresh (per-message reading)
+        _report(o, s.alpha, s.mu, s.est_alpha, s.est_mu, p.inaccuracy, st)
+        if need_view:
+            _publish(o, s.est_alpha, s.est_mu, s.view_alpha, s.view_mu, s.dirty, instant)
+    # ---- candidate set S (policy) ----
+    ncand = _candidates(p, s, out, i, o)
+    cand = s.cand
+    if p.include_local == 1 and s.mu[i, o] > 0:
+        has = False
+        for r in range(ncand):
+            if cand[r] == o:
+                has = True
+                break
+        if not has:
+            cand[ncand] = o
+            ncand += 1
+    out.support_size[0] += ncand
+    # ---- contact, exchange, choose ----
+    piggy = 0 if p.policy == MCT else (1 if p.policy == KPB else 2)
+    dest = -1
+    best_ect = np.inf
+    nties = 0
+    for r in range(ncand):
+        j = cand[r]
+        if j != o:
+            out.messages[0] += 2
+            if fresh:  # j's reply (and its ECT) carries fresh estimates of its rates
+                _report(j, s.alpha, s.mu, s.est_alpha, s.est_mu, p.inaccuracy, st)
+                if need_view and instant:
+                    _publish(j, s.est_alpha, s.est_mu, s.view_alpha, s.view_mu, s.dirty, instant)
+            if need_view:
+                out.view_updates[0] += _exchange(o, j, piggy, s.est_alpha, s.est_mu, s.view_alpha, s.view_mu,
+                                                 s.dirty)
+        e = _ect(i, j, s.Q, s.est_mu)
+        if e < best_ect:
+            best_ect = e
+            dest = j
+            nties = 1
+        elif e == best_ect:
+            nties += 1
+            if tie_keep(p.tie, j, dest, 1.0, float(nties), st, S_TIE):
+                dest = j
+    if dest < 0:
+        dest = o
+    if dest != o:
+        out.remote[0] += 1
+    lg = out.logged[0]
+    if lg < out.log_t.shape[0]:
+        out.log_t[lg] = t
+        out.log_i[lg] = i
+        out.log_o[lg] = o
+        out.log_d[lg] = dest
+        out.log_x[lg] = work
+        out.logged[0] = lg + 1
+    if n_sys >= p.bound:
+        return 1
+    pl = s.pool
+    k = pool_push(pl, dest)
+    if k < 0:  # pragma: no cover - the pool holds bound + 1 tasks
+        return 1
+    s.t_cls[k] = i
+    s.t_arr[k] = t
+    s.t_work[k] = work
+    if pl.head[dest] == k:  # the machine was idle: it starts the task
+        s.tdone[dest] = t + work / s.mu[i, dest]
+        ev_schedule(s.ev, dest, s.tdone[dest], PRIO_COMPLETION)
+    s.Q[i, dest] += 1
+    if n_sys + 1 > out.peak[0]:
+        out.peak[0] = n_sys + 1
+    return 0
+
+
+@njit(cache=True, inline="always")
+def on_rate_change(p, s, st, out, t):
+    """One of the 2NM rates moves to one of its three levels (§4.3.1)."""
+    N, M = s.mu.shape
+    out.rc_events[0] += 1
+    ev_schedule(s.ev, M + 1, t + expo(st, S_RC) / p.rc_rate, PRIO_RATE)
     n_alpha_rates = N * M
+    r = int(uniform(st, S_RC) * 2 * n_alpha_rates)
+    if r >= 2 * n_alpha_rates:
+        r = 2 * n_alpha_rates - 1
+    lev = int(uniform(st, S_RC) * 3)
+    if lev > 2:
+        lev = 2
+    if r < n_alpha_rates:
+        i = r // M
+        j = r - i * M
+        s.alpha[i, j] = p.alpha0[i, j] * p.alpha_levels[lev]
+        s.est_alpha[i, j] = _estimate(s.alpha[i, j], p.inaccuracy, st)
+        A = s.alpha.sum()
+        s.A[0] = A
+        ev_schedule(s.ev, M, t + expo(st, S_ARR) / A, PRIO_ARRIVAL)  # memoryless: redraw at the new rate
+    else:
+        r -= n_alpha_rates
+        i = r // M
+        j = r - i * M
+        old = s.mu[i, j]
+        s.mu_nom[i, j] = p.mu0[i, j] * p.mu_levels[lev]
+        s.mu[i, j] = s.mu_nom[i, j] * s.a[j]
+        if s.mu[i, j] > 0:
+            s.est_mu[i, j] = _estimate(s.mu[i, j], p.inaccuracy, st)
+        k = s.pool.head[j]
+        if k >= 0 and s.t_cls[k] == i and old > 0:
+            rem = (s.tdone[j] - t) * old / s.mu[i, j]
+            s.tdone[j] = t + rem
+            ev_schedule(s.ev, j, s.tdone[j], PRIO_COMPLETION)
+    if p.policy != MCT:
+        _publish(j, s.est_alpha, s.est_mu, s.view_alpha, s.view_mu, s.dirty, p.instant == 1)
+
+
+@njit(cache=True, inline="always")
+def on_cpu_change(p, s, st, out, t):
+    """Every machine takes the steady-state availability of one of the chains of Table 3.13 (§4.3.3)."""
+    N, M = s.mu.shape
+    out.cpu_events[0] += 1
+    ev_schedule(s.ev, M + 2, t + expo(st, S_CPU) / p.cpu_rate, PRIO_CPU)
+    K = p.a_choices.shape[0]
+    for j in range(M):
+        g = int(uniform(st, S_CPU) * K)
+        if g >= K:
+            g = K - 1
+        newa = p.a_choices[g]
+        k = s.pool.head[j]
+        if k >= 0:
+            c = s.t_cls[k]
+            old = s.mu[c, j]
+            rem = (s.tdone[j] - t) * old / (s.mu_nom[c, j] * newa)
+            s.tdone[j] = t + rem
+            ev_schedule(s.ev, j, s.tdone[j], PRIO_COMPLETION)
+        s.a[j] = newa
+        for i in range(N):
+            s.mu[i, j] = s.mu_nom[i, j] * newa
+            if s.mu[i, j] > 0:
+                s.est_mu[i, j] = _estimate(s.mu[i, j], p.inaccuracy, st)
+        if p.policy != MCT:
+            _publish(j, s.est_alpha, s.est_mu, s.view_alpha, s.view_mu, s.dirty, p.instant == 1)
+
+
+# ----------------------------------------------------------------------------- the event loop
+@njit(cache=True)
+def run(p, s, st, out):
+    """One replication from the state :func:`init` made; returns the status (0 completed, 1 the bound on
+    the number in system was exceeded)."""
+    M = s.mu.shape[1]
+    ev = s.ev
+    horizon = p.horizon
+    n_sys = 0
+    status = 0
     while True:
         t = ev.ht[0] if ev.meta[0] > 0 else np.inf
         if t > horizon:
             break
         sl = ev.hs[0]
-        kind = 0 if sl < M else sl - M + 1  # 0 completion, 1 arrival, 2 rate change, 3 cpu change
-        seg_observe(sg, t, n_sys)
-        events += 1
-        if kind == 0:
-            j = sl
-            k = head[j]
-            c = t_cls[k]
-            if t_arr[k] >= warmup:
-                out_resp[c] += t - t_arr[k]
-                out_done[c] += 1
-            head[j] = t_next[k]
-            if head[j] < 0:
-                tail[j] = -1
-            Q[c, j] -= 1
-            free[nfree] = k
-            nfree += 1
+        seg_observe(s.sg, t, n_sys)
+        out.events[0] += 1
+        if sl < M:
+            on_completion(p, s, out, sl, t)
             n_sys -= 1
-            completions += 1
-            k2 = head[j]
-            if k2 >= 0:
-                tdone[j] = t + t_work[k2] / mu[t_cls[k2], j]
-                ev_schedule(ev, j, tdone[j], PRIO_COMPLETION)
-            else:
-                tdone[j] = np.inf
-                ev_cancel(ev, j)
-        elif kind == 1:
-            arrivals += 1
-            # which stream (i, origin)?
-            u = uniform(st, S_WHICH) * A
-            acc = 0.0
-            i = N - 1
-            o = M - 1
-            found = False
-            for ii in range(N):
-                for jj in range(M):
-                    acc += alpha[ii, jj]
-                    if u <= acc and alpha[ii, jj] > 0:
-                        i = ii
-                        o = jj
-                        found = True
-                        break
-                if found:
-                    break
-            work = expo(st, S_WORK)
-            ev_schedule(ev, M, t + expo(st, S_ARR) / A, PRIO_ARRIVAL)
-            # ---- candidate set S (policy) ----
-            ncand = 0
-            if policy == MCT:
-                for j in range(M):
-                    if mu[i, j] > 0:
-                        cand[ncand] = j
-                        ncand += 1
-            elif policy == KPB:
-                # kbar machines with the largest rate in origin's view (ties: lower index)
-                for j in range(M):
-                    order[j] = j
-                nk = kbar if kbar < M else M
-                for r in range(nk):
-                    best = r
-                    for q in range(r + 1, M):
-                        if view_mu[o, i, order[q]] > view_mu[o, i, order[best]]:
-                            best = q
-                    tmp = order[r]
-                    order[r] = order[best]
-                    order[best] = tmp
-                for r in range(nk):
-                    if view_mu[o, i, order[r]] > 0 and mu[i, order[r]] > 0:
-                        cand[ncand] = order[r]
-                        ncand += 1
-            else:
-                if dirty[o]:
-                    asum = np.zeros(N)
-                    for ii in range(N):
-                        for jj in range(M):
-                            asum[ii] += view_alpha[o, ii, jj]
-                    lp_checks += 1
-                    gp = gub_simplex(asum, view_mu[o], basis_store[o], support[o], 200)
-                    if gp > 0:
-                        pivots += gp
-                        gub_solves += 1
-                    if gp < 0:
-                        lam, piv, used = solve_vertex(asum, view_mu[o], ones, support[o], basis_store[o], True)
-                        lp_solves += 1
-                        if used:
-                            warm_solves += 1
-                        if piv > 0:
-                            pivots += piv
-                    dirty[o] = False
-                for j in range(M):
-                    if support[o, i, j] and mu[i, j] > 0:
-                        cand[ncand] = j
-                        ncand += 1
-                if ncand == 0:  # empty support in this view: fall back to every machine
-                    for j in range(M):
-                        if mu[i, j] > 0:
-                            cand[ncand] = j
-                            ncand += 1
-            if include_local and mu[i, o] > 0:
-                has = False
-                for r in range(ncand):
-                    if cand[r] == o:
-                        has = True
-                        break
-                if not has:
-                    cand[ncand] = o
-                    ncand += 1
-            sup_size += ncand
-            # ---- contact, exchange, choose ----
-            dest = -1
-            best_ect = np.inf
-            nties = 0
-            for r in range(ncand):
-                j = cand[r]
-                if j != o:
-                    messages += 2
-                    if need_view:
-                        view_updates += _exchange(o, j, piggy, est_alpha, est_mu, view_alpha, view_mu, dirty)
-                e = _ect(i, j, Q, est_mu)
-                if e < best_ect:
-                    best_ect = e
-                    dest = j
-                    nties = 1
-                elif e == best_ect:
-                    nties += 1
-                    if tie == TIE_RANDOM:
-                        if uniform(st, S_TIE) * nties <= 1.0:
-                            dest = j
-                    elif tie == TIE_LOWEST:
-                        if j < dest:
-                            dest = j
-                    elif j > dest:
-                        dest = j
-            if dest < 0:
-                dest = o
-            if dest != o:
-                remote += 1
-            if logged < log_t.shape[0]:
-                log_t[logged] = t
-                log_i[logged] = i
-                log_o[logged] = o
-                log_d[logged] = dest
-                log_x[logged] = work
-                logged += 1
-            if nfree == 0 or n_sys >= max_in_system:
+        elif sl == M:
+            if on_arrival(p, s, st, out, t, n_sys) != 0:
                 status = 1
                 break
-            nfree -= 1
-            k = free[nfree]
-            t_cls[k] = i
-            t_arr[k] = t
-            t_work[k] = work
-            t_next[k] = -1
-            if tail[dest] >= 0:
-                t_next[tail[dest]] = k
-            else:
-                head[dest] = k
-                tdone[dest] = t + work / mu[i, dest]
-                ev_schedule(ev, dest, tdone[dest], PRIO_COMPLETION)
-            tail[dest] = k
-            Q[i, dest] += 1
             n_sys += 1
-            if n_sys > peak:
-                peak = n_sys
-        elif kind == 2:
-            rc_events += 1
-            ev_schedule(ev, M + 1, t + expo(st, S_RC) / rc_rate, PRIO_RATE)
-            r = int(uniform(st, S_RC) * 2 * n_alpha_rates)
-            if r >= 2 * n_alpha_rates:
-                r = 2 * n_alpha_rates - 1
-            lev = int(uniform(st, S_RC) * 3)
-            if lev > 2:
-                lev = 2
-            if r < n_alpha_rates:
-                i = r // M
-                j = r - i * M
-                alpha[i, j] = alpha0[i, j] * alpha_levels[lev]
-                est_alpha[i, j] = _estimate(alpha[i, j], inacc, st)
-                A = alpha.sum()
-                ev_schedule(ev, M, t + expo(st, S_ARR) / A, PRIO_ARRIVAL)  # memoryless: redraw at the new rate
-            else:
-                r -= n_alpha_rates
-                i = r // M
-                j = r - i * M
-                old = mu[i, j]
-                mu_nom[i, j] = mu0[i, j] * mu_levels[lev]
-                mu[i, j] = mu_nom[i, j] * a[j]
-                if mu[i, j] > 0:
-                    est_mu[i, j] = _estimate(mu[i, j], inacc, st)
-                k = head[j]
-                if k >= 0 and t_cls[k] == i and old > 0:
-                    rem = (tdone[j] - t) * old / mu[i, j]
-                    tdone[j] = t + rem
-                    ev_schedule(ev, j, tdone[j], PRIO_COMPLETION)
-            if need_view:
-                _publish(j, est_alpha, est_mu, view_alpha, view_mu, dirty, instant)
+        elif sl == M + 1:
+            on_rate_change(p, s, st, out, t)
         else:
-            cpu_events += 1
-            ev_schedule(ev, M + 2, t + expo(st, S_CPU) / cpu_rate, PRIO_CPU)
-            K = a_choices.shape[0]
-            for j in range(M):
-                g = int(uniform(st, S_CPU) * K)
-                if g >= K:
-                    g = K - 1
-                newa = a_choices[g]
-                k = head[j]
-                if k >= 0:
-                    c = t_cls[k]
-                    old = mu[c, j]
-                    rem = (tdone[j] - t) * old / (mu_nom[c, j] * newa)
-                    tdone[j] = t + rem
-                    ev_schedule(ev, j, tdone[j], PRIO_COMPLETION)
-                a[j] = newa
-                for i in range(N):
-                    mu[i, j] = mu_nom[i, j] * newa
-                    if mu[i, j] > 0:
-                        est_mu[i, j] = _estimate(mu[i, j], inacc, st)
-                if need_view:
-                    _publish(j, est_alpha, est_mu, view_alpha, view_mu, dirty, instant)
+            on_cpu_change(p, s, st, out, t)
     if status == 0:
-        seg_close(sg, horizon, n_sys, out.seg)
-    out_int[O_STATUS] = status
-    out_int[O_EVENTS] = events
-    out_int[O_ARRIVALS] = arrivals
-    out_int[O_COMPLETIONS] = completions
-    out_int[O_MESSAGES] = messages
-    out_int[O_LPSOLVES] = lp_solves
-    out_int[O_PIVOTS] = pivots
-    out_int[O_RC_EVENTS] = rc_events
-    out_int[O_CPU_EVENTS] = cpu_events
-    out_int[O_PEAK] = peak
-    out_int[O_VIEW_UPDATES] = view_updates
-    out_int[O_LOGGED] = logged
-    out_int[O_SUPPORT_SIZE] = sup_size
-    out_int[O_REMOTE] = remote
-    out_int[O_WARM] = warm_solves
-    out_int[O_CHECKS] = lp_checks
-    out_int[O_GUB] = gub_solves
+        seg_close(s.sg, horizon, n_sys, out.seg)
+    out.status[0] = status
     return status
+
+
+# ----------------------------------------------------------------------------- kernels per policy
+#: policy code -> the candidate-set function bound as ``_candidates``
+POLICY_FUNCS = {MCT: "cand_mct", KPB: "cand_kpb", LPAS_DEC: "cand_lpas"}
+
+
+def kernels(policy: int):
+    """``(init, run)`` with the policy's candidate set bound at compile time (cached on disk by
+    :func:`hetsched.sim.core.kernels.specialise`)."""
+    import sys
+
+    from ..core.kernels import specialise
+
+    name = POLICY_FUNCS[policy]
+    fn = specialise(sys.modules[__name__], ("on_arrival", "run"), {"_candidates": globals()[name]},
+                    key=("decentral", name), label=f"decentral-{name[5:]}", packages=("hetsched.sim.core",))
+    return init, fn["run"]

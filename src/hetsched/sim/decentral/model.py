@@ -7,27 +7,31 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..._memory import ensure_fits
 from ...errors import ModelError
 from ...policies.user import DEFAULT_TIE, TIE_RULES, tie_code
 from ..core.instability import default_bound
 
-__all__ = ["prepare", "Prepared", "POLICY_CODES", "PROPAGATION", "TIES", "DEFAULT_TIE", "per_machine_alpha",
+__all__ = ["prepare", "Prepared", "POLICY_CODES", "PROPAGATION", "INACCURACY_DRAWS", "TIES", "DEFAULT_TIE", "per_machine_alpha",
            "OPTIONS"]
 
 POLICY_CODES = {"mct": 0, "kpb": 1, "lpas-dec": 2}
 PROPAGATION = ("messages", "instant")
+#: when an estimation error E is drawn (§4.3.2): once per rate value (kept until the rate changes), or
+#: afresh in every report of a machine's rates (each message, and the deciding machine's own rates; default)
+INACCURACY_DRAWS = ("per-rate", "per-message")
 TIES = TIE_RULES
 #: options :func:`prepare` takes besides ``k`` and ``horizon``
-OPTIONS = ("warmup", "inaccuracy", "rate_changes", "cpu_changes", "propagation", "include_local", "tie",
-           "max_in_system", "log")
+OPTIONS = ("warmup", "inaccuracy", "inaccuracy_draw", "rate_changes", "cpu_changes", "propagation", "include_local",
+           "tie", "max_in_system", "log")
 
 
 @dataclass
 class Prepared:
-    """Everything a replication needs (picklable): the kernel's :class:`~.kernel.Model` fields and sizes."""
+    """Everything a replication needs (picklable): the kernel's :class:`~.kernel.Params` and sizes."""
 
     policy: str
-    model: tuple  # fields of kernel.Model, in order
+    params: tuple  # kernel.Params
     N: int
     M: int
     k: int | None
@@ -38,6 +42,7 @@ class Prepared:
     lambda_star: float | None
     options: dict = field(default_factory=dict)
     scenario: str = ""
+    class_names: tuple | None = None
 
 
 def per_machine_alpha(system) -> np.ndarray:
@@ -64,12 +69,12 @@ def _finite(name, v, lo, hi=None, hi_open=False, lo_open=False):
 
 
 def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_000.0, warmup: float = 0.0,
-            inaccuracy: float = 0.0, rate_changes: bool | None = None, cpu_changes: bool | None = None,
+            inaccuracy: float = 0.0, inaccuracy_draw: str = "per-message", rate_changes: bool | None = None,
+            cpu_changes: bool | None = None,
             propagation: str = "messages", include_local: bool = False, tie: str = DEFAULT_TIE,
             max_in_system: int | None = None, log: int = 0) -> Prepared:
     """Validate and turn ``system`` + ``policy`` into the kernel's arrays (see :func:`.run.simulate`)."""
-    from .kernel import (F_CPU_RATE, F_HORIZON, F_INACC, F_RC_RATE, F_WARMUP, I_BOUND, I_INSTANT, I_KBAR, I_LOCAL,
-                         I_POLICY, I_TIE, N_FOPT, N_IOPT)
+    from .kernel import Params
 
     key = str(policy).strip().lower()
     if key not in POLICY_CODES:
@@ -90,6 +95,8 @@ def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_0
     if not warmup < horizon:
         raise ModelError(f"warmup must lie in [0, horizon), got {warmup!r}")
     inaccuracy = _finite("inaccuracy I", inaccuracy, 0.0, 1.0, hi_open=True)
+    if inaccuracy_draw not in INACCURACY_DRAWS:
+        raise ModelError(f"inaccuracy_draw must be one of {INACCURACY_DRAWS}, got {inaccuracy_draw!r}")
     if propagation not in PROPAGATION:
         raise ModelError(f"propagation must be one of {PROPAGATION}, got {propagation!r}")
     tcode = tie_code(tie)
@@ -111,9 +118,15 @@ def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_0
     if cpu_changes and cpu_mean <= 0:
         raise ModelError(f"scenario {system.id!r} has no 'cpu_change_mean_interval'; cpu_changes needs one")
     a0 = np.ascontiguousarray(system.a, dtype=float)
+    runnable = ((mu0 * a0[None, :]) > 0).any(axis=1)
+    if not runnable.all():
+        i = int(np.flatnonzero(~runnable)[0])
+        raise ModelError(f"availability: class {i + 1} cannot run on any machine with a CPU availability a > 0 "
+                         f"(every machine that could run it has a = 0)")
     bound = default_bound(M) if max_in_system is None else max_in_system
     if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)) or bound < 1:
         raise ModelError(f"max_in_system must be a positive integer, got {max_in_system!r}")
+    ensure_fits(f"max_in_system = {bound}", 32 * int(bound) + 17 * N * M * M)  # task pool, views
     if isinstance(log, bool) or not isinstance(log, (int, np.integer)) or log < 0:
         raise ModelError(f"log must be a non-negative integer, got {log!r}")
     lam = None
@@ -123,25 +136,18 @@ def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_0
         lam = float(solve_allocation(mu0 * a0[None, :], alpha0.sum(axis=1)).lam)
     except Exception:  # pragma: no cover - diagnostic only
         lam = None
-    iopt = np.zeros(N_IOPT, np.int64)
-    iopt[I_POLICY] = POLICY_CODES[key]
-    iopt[I_KBAR] = kbar
-    iopt[I_LOCAL] = int(bool(include_local))
-    iopt[I_INSTANT] = int(propagation == "instant")
-    iopt[I_TIE] = tcode
-    iopt[I_BOUND] = int(bound)
-    fopt = np.zeros(N_FOPT)
-    fopt[F_RC_RATE] = rc_rate if rate_changes else 0.0
-    fopt[F_CPU_RATE] = 1.0 / cpu_mean if cpu_changes else 0.0
-    fopt[F_INACC] = inaccuracy
-    fopt[F_HORIZON] = horizon
-    fopt[F_WARMUP] = warmup
-    model = (alpha0, mu0, a0, np.ascontiguousarray(_a_choices(system), dtype=float), alpha_levels, mu_levels,
-             iopt, fopt)
-    options = {"k": kbar if key == "kpb" else None, "inaccuracy": inaccuracy, "propagation": propagation,
+    params = Params(alpha0=alpha0, mu0=mu0, a0=a0, a_choices=np.ascontiguousarray(_a_choices(system), dtype=float),
+                    alpha_levels=alpha_levels, mu_levels=mu_levels, policy=POLICY_CODES[key], kbar=kbar,
+                    include_local=int(bool(include_local)), instant=int(propagation == "instant"), tie=int(tcode),
+                    bound=int(bound), fresh=int(inaccuracy_draw == "per-message"),
+                    rc_rate=float(rc_rate if rate_changes else 0.0),
+                    cpu_rate=float(1.0 / cpu_mean if cpu_changes else 0.0),
+                    inaccuracy=float(inaccuracy), horizon=float(horizon), warmup=float(warmup))
+    options = {"k": kbar if key == "kpb" else None, "inaccuracy": inaccuracy, "inaccuracy_draw": inaccuracy_draw,
+               "propagation": propagation,
                "include_local": bool(include_local), "tie": str(tie).lower(), "rate_changes": bool(rate_changes),
                "cpu_changes": bool(cpu_changes), "warmup": warmup, "max_in_system": int(bound),
                "lambda_star": lam}
-    return Prepared(policy=key, model=model, N=N, M=M, k=kbar if key == "kpb" else None, horizon=horizon,
+    return Prepared(policy=key, params=params, N=N, M=M, k=kbar if key == "kpb" else None, horizon=horizon,
                     warmup=warmup, bound=int(bound), log=int(log), lambda_star=lam, options=options,
-                    scenario=str(system.id))
+                    scenario=str(system.id), class_names=system.class_names)

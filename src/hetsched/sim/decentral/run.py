@@ -21,38 +21,40 @@ def replication(seed_seq, p: Prepared) -> dict:
     from . import kernel as K
 
     N = p.N
+    init, run = K.kernels(p.params.policy)
     st = make_streams(seed_sequence(seed_seq), K.N_STREAMS)
+    s = K.new_state(p.params)
     out = K.new_out(N, p.log)
     t0 = time.perf_counter()
     c0 = time.process_time()
-    K.run(K.Model(*p.model), out, st)
+    init(p.params, s, st, out)
+    run(p.params, s, st, out)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
-    oi = out.ints
-    status = int(oi[K.O_STATUS])
+    status = int(out.status[0])
     done = out.done.astype(float)
     W_class = np.where(done > 0, out.resp / np.maximum(done, 1), np.nan)
-    arrivals = int(oi[K.O_ARRIVALS])
+    arrivals = int(out.arrivals[0])
     trend = status == 0 and trend_unstable(out.seg)
     res = {
-        "W": float(out.resp.sum() / max(done.sum(), 1)),
+        "W": float(out.resp.sum() / done.sum()) if done.sum() else float("nan"),
         "W_class": W_class.tolist(),
         "Q": float(np.mean(out.seg)),
-        "messages": int(oi[K.O_MESSAGES]),
-        "events": int(oi[K.O_EVENTS]),
+        "messages": int(out.messages[0]),
+        "events": int(out.events[0]),
         "arrivals": arrivals,
-        "completions": int(oi[K.O_COMPLETIONS]),
-        "lp_solves": int(oi[K.O_LPSOLVES]),
-        "lp_pivots": int(oi[K.O_PIVOTS]),
-        "lp_warm": int(oi[K.O_WARM]),
-        "lp_checks": int(oi[K.O_CHECKS]),
-        "lp_structured": int(oi[K.O_GUB]),
-        "rate_change_events": int(oi[K.O_RC_EVENTS]),
-        "cpu_events": int(oi[K.O_CPU_EVENTS]),
-        "view_updates": int(oi[K.O_VIEW_UPDATES]),
-        "mean_candidates": float(oi[K.O_SUPPORT_SIZE]) / max(arrivals, 1),
-        "remote_fraction": float(oi[K.O_REMOTE]) / max(arrivals, 1),
-        "peak": int(oi[K.O_PEAK]),
+        "completions": int(out.completions[0]),
+        "lp_solves": int(out.lp_solves[0]),
+        "lp_pivots": int(out.pivots[0]),
+        "lp_warm": int(out.lp_warm[0]),
+        "lp_checks": int(out.lp_checks[0]),
+        "lp_structured": int(out.lp_structured[0]),
+        "rate_change_events": int(out.rc_events[0]),
+        "cpu_events": int(out.cpu_events[0]),
+        "view_updates": int(out.view_updates[0]),
+        "mean_candidates": float(out.support_size[0]) / max(arrivals, 1),
+        "remote_fraction": float(out.remote[0]) / max(arrivals, 1),
+        "peak": int(out.peak[0]),
         "status": status,
         "hit_bound": status == 1,
         "trend": bool(trend),
@@ -62,7 +64,7 @@ def replication(seed_seq, p: Prepared) -> dict:
         "cpu": cpu,
     }
     if p.log:
-        n = int(oi[K.O_LOGGED])
+        n = int(out.logged[0])
         res["log"] = {"t": out.log_t[:n], "i": out.log_i[:n], "o": out.log_o[:n], "d": out.log_d[:n],
                       "x": out.log_x[:n]}
     return res
@@ -93,6 +95,8 @@ def summarize(p: Prepared, runs: list[dict], *, seed, wall: float) -> SimResult:
         "kernel_seconds": float(sum(r["wall"] for r in runs)),
         "unstable_reps": int(n_bound + n_trend),
     }
+    if p.class_names:
+        extra["class_names"] = list(p.class_names)
     for r in runs:
         r.pop("log", None)
     return from_replications(runs, model="decentral", policy=p.policy, metric="W", key="W", per_class=per_class,
@@ -100,13 +104,21 @@ def summarize(p: Prepared, runs: list[dict], *, seed, wall: float) -> SimResult:
                              horizon=p.horizon, seed=seed, options=p.options, extra=extra)
 
 
+def _warm(p: Prepared) -> None:
+    """One empty replication of ``p``'s kernel in this process (compiles it or loads it from the cache)."""
+    from dataclasses import replace
+
+    replication(seed_sequence(0), replace(p, params=p.params._replace(horizon=1e-9, warmup=0.0), horizon=1e-9,
+                                          warmup=0.0, log=0))
+
+
 def warm_up_kernels() -> None:
     """Compile (or load from the numba cache) the kernel in this process."""
     from ...system import System, groups_from_matrix
 
     s = System(id="warm", alpha=(1.0,), groups=groups_from_matrix([[2.0, 3.0]]))
-    for pol in ("mct", "lpas-dec"):
-        one_run(s, pol, seed=0, horizon=1.0)
+    for pol, k in (("mct", None), ("kpb", 1), ("lpas-dec", None)):  # one kernel per policy
+        one_run(s, pol, seed=0, horizon=1.0, k=k)
 
 
 def simulate(system, policy: str, *, reps: int = 30, horizon: float = 200_000.0, seed: int | None = DEFAULT_SEED,
@@ -126,7 +138,10 @@ def simulate(system, policy: str, *, reps: int = 30, horizon: float = 200_000.0,
     k : int
         ``k-bar`` of KPB (machines per class).
     **options
-        ``warmup``, ``inaccuracy`` (``I`` of §4.3.2), ``rate_changes`` /
+        ``warmup``, ``inaccuracy`` (``I`` of §4.3.2), ``inaccuracy_draw``
+        (``per-message`` default: a fresh error in every report of a
+        machine's rates; ``per-rate``: one error per rate value, kept until
+        the rate changes), ``rate_changes`` /
         ``cpu_changes`` (default: on when the scenario's meta defines them),
         ``propagation`` (``messages`` | ``instant``), ``include_local``,
         ``tie`` (``random`` default | ``lowest`` | ``highest``),
@@ -164,10 +179,10 @@ def plan(system, policy: str, *, reps: int = 30, horizon: float = 200_000.0, see
     p = prepare(system, policy, k=k, horizon=horizon, **options)
     return Planned(job=Job(replication, p, int(reps), seed, f"{system.id} {p.policy}"),
                    finish=lambda runs, seconds: summarize(p, runs, seed=seed, wall=seconds),
-                   warm=warm_up_kernels, warm_key=("decentral",))
+                   warm=lambda: _warm(p), warm_key=("decentral", p.policy))
 
 
-_CLI_OPTIONS = {"warmup", "inaccuracy", "rate_changes", "cpu_changes", "propagation", "include_local", "tie",
+_CLI_OPTIONS = {"warmup", "inaccuracy", "inaccuracy_draw", "rate_changes", "cpu_changes", "propagation", "include_local", "tie",
                 "max_in_system"}
 
 

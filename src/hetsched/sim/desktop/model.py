@@ -8,40 +8,45 @@ from typing import Any
 
 import numpy as np
 
+from ..._memory import ensure_fits
 from ...errors import ModelError
 from ...policies.pull import DEFAULT_TIE, LPAS_DG, LPAS_DG_ROBUST, USER, PullPolicy, resolve, tie_code
 from ..core.instability import default_bound
 from ..core.variates import variate
 
-__all__ = ["prepare", "Prepared", "MACHINE_RULES", "RESUBMIT_RULES", "LP_GROUPINGS", "POLICIES", "OPTIONS"]
+__all__ = ["prepare", "Prepared", "MACHINE_RULES", "RESUBMIT_RULES", "LP_GROUPINGS", "LP_SOLUTIONS", "POLICIES",
+           "OPTIONS"]
 
 POLICIES = ("fcfs", "gcmu", "lpas-dg", "lpas-dg-robust")
 MACHINE_RULES = {"longest-idle": 0, "fastest": 1, "lowest-index": 2, "random": 3}
 RESUBMIT_RULES = {"front": 0, "back": 1}
-LP_GROUPINGS = ("auto", "groups", "machines")
-AUTO_MACHINES_MAX = 100  # "auto": per-machine vertex LP up to this many machines (dense tableau cost)
+LP_GROUPINGS = ("auto", "groups", "machines", "expanded")
+#: which optimal LP solution LPAS_DG uses: a vertex of the per-machine LP (thesis §3.3), or the group-symmetric one
+LP_SOLUTIONS = ("vertex", "symmetric")
+AUTO_MACHINES_MAX = 100  # "auto": the vertex from a per-machine tableau up to this many machines, else expanded
+TABLEAU_MAX_BYTES = 256 * 2**20  # a per-machine tableau larger than this is refused (one per replication)
 EXEC_DISTS = ("exp", "det", "hyperexp")
 _UP = {"exp": "exp", "hyperexp": "hyperexp", "weibull": "weibull"}
 _DOWN = {"exp": "exp", "const": "det", "hyperexp": "hyperexp"}
 #: the options :func:`prepare` takes (the command line passes these through)
-OPTIONS = ("horizon", "warmup", "tie", "machine_rule", "resubmit", "lp_grouping", "lp_order", "cpu_info",
-           "inaccuracy", "exec_dist", "exec_scv", "track_lp", "max_in_system", "h2_form", "h2_p")
+OPTIONS = ("horizon", "warmup", "tie", "machine_rule", "resubmit", "lp_solution", "lp_grouping", "lp_order",
+           "cpu_info", "inaccuracy", "exec_dist", "exec_scv", "track_lp", "max_in_system", "h2_form", "h2_p")
 
 
 @dataclass
 class Prepared:
-    """Everything a replication needs (picklable): the kernel's :class:`~.kernel.Model` arrays
-    as a tuple of fields, sizes, and what the summary reports."""
+    """Everything a replication needs (picklable): the kernel's :class:`~.layout.Params`, sizes, and
+    what the summary reports."""
 
     policy: str
     code: int
     user: PullPolicy | None
-    model: tuple  # fields of kernel.Model, in order
+    params: tuple  # layout.Params
     N: int
     M: int
     C: int
     lp_mode: int
-    grouping: str
+    grouping: str  # "machines", "groups" or "expanded" (resolved)
     size: np.ndarray  # machines per LP column
     bound: int
     horizon: float
@@ -49,17 +54,23 @@ class Prepared:
     lambda_capacity: float  # lambda* of the LP with a_j times the long-run available fraction
     options: dict = field(default_factory=dict)
     scenario: str = ""
+    class_names: tuple | None = None
+
+
+def _order(M: int, order: Any) -> np.ndarray:
+    """``perm[k]`` = the machine in place ``k``: index order, reversed, or a seeded permutation."""
+    if isinstance(order, str) and order == "index":
+        return np.arange(M, dtype=np.int64)
+    if isinstance(order, str) and order == "reverse":
+        return np.arange(M - 1, -1, -1, dtype=np.int64)
+    return np.random.default_rng(int(order)).permutation(M).astype(np.int64)
 
 
 def _columns(mu: np.ndarray, a_est: np.ndarray, grouping: str, per_machine: bool, order: Any = "index") -> np.ndarray:
     M = mu.shape[1]
     if grouping == "machines" or per_machine:
-        if isinstance(order, str) and order == "index":
-            return np.arange(M, dtype=np.int64)
-        if isinstance(order, str) and order == "reverse":
-            return np.arange(M - 1, -1, -1, dtype=np.int64)
-        # a seeded random order of the LP columns (selects another optimal vertex)
-        perm = np.random.default_rng(int(order)).permutation(M)  # perm[c] = machine of column c
+        # the LP columns in order (another order selects another optimal vertex)
+        perm = _order(M, order)  # perm[c] = machine of column c
         col = np.empty(M, dtype=np.int64)
         col[perm] = np.arange(M)
         return col
@@ -107,8 +118,43 @@ def capacity_lambda(system) -> float:
         return float("nan")
 
 
+def _members(col: np.ndarray, C: int, order: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(gmem, goff, mpos)``: the members of each LP column in ``order`` (their positions in the
+    expanded vertex's staircase), the offsets, and each machine's place among its column's members."""
+    perm = _order(col.shape[0], order)
+    gmem = np.concatenate([perm[col[perm] == c] for c in range(C)]).astype(np.int64)
+    goff = np.zeros(C + 1, np.int64)
+    goff[1:] = np.cumsum(np.bincount(col, minlength=C))
+    mpos = np.empty(col.shape[0], np.int64)
+    for c in range(C):
+        mpos[gmem[goff[c]:goff[c + 1]]] = np.arange(goff[c + 1] - goff[c])
+    return gmem, goff, mpos
+
+
+def _grouping(lp_solution, lp_grouping: str, lp_mode: int, M: int, inaccuracy: float) -> tuple[str, str]:
+    """``(solution, grouping)``: the LP reading LPAS_DG uses and how the kernel computes it."""
+    if lp_solution is not None and lp_solution not in LP_SOLUTIONS:
+        raise ModelError(f"lp_solution: expected one of {', '.join(LP_SOLUTIONS)}, got {lp_solution!r}")
+    if lp_grouping not in LP_GROUPINGS:
+        raise ModelError(f"lp_grouping: expected one of {', '.join(LP_GROUPINGS)}, got {lp_grouping!r}")
+    implied = {"groups": "symmetric", "machines": "vertex", "expanded": "vertex"}.get(lp_grouping)
+    if lp_solution is not None and implied is not None and implied != lp_solution:
+        raise ModelError(f"lp_solution: {lp_solution!r} contradicts lp_grouping {lp_grouping!r} (which gives the "
+                         f"{implied} solution)")
+    solution = lp_solution or implied or "vertex"
+    if lp_mode != 1:  # FCFS and Gcmu read no LP; the robust variant uses the central solution of the groups
+        return solution, "groups"
+    if lp_grouping != "auto":
+        return solution, lp_grouping
+    if solution == "symmetric":
+        return solution, "groups"
+    # inaccurate estimates give every machine its own a, hence its own LP column
+    return solution, "machines" if (M <= AUTO_MACHINES_MAX or inaccuracy > 0.0) else "expanded"
+
+
 def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, tie: str = DEFAULT_TIE,
-            machine_rule: str = "longest-idle", resubmit: str = "front", lp_grouping: str = "auto",
+            machine_rule: str = "longest-idle", resubmit: str = "front", lp_solution: str | None = None,
+            lp_grouping: str = "auto",
             lp_order: Any = "index", cpu_info: bool = True, inaccuracy: float = 0.0, exec_dist: str | None = None,
             exec_scv: float = 2.0, track_lp: bool = False, max_in_system: int | None = None,
             h2_form: str = "balanced", h2_p: float = 0.1) -> Prepared:
@@ -116,17 +162,13 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
 
     See :func:`hetsched.sim.desktop.simulate` for the parameters.
     """
-    from .kernel import N_FOPT, N_IOPT, F_HORIZON, F_INACC, F_STEP, F_WARMUP
-    from .kernel import (I_BOUND, I_DOWNK, I_EXECK, I_FAIL, I_LPMODE, I_MRULE, I_POLICY, I_RESUB, I_TIE, I_UPK,
-                         I_USES_LP)
+    from .layout import Params
 
     code, pname, user = resolve(policy)
     if machine_rule not in MACHINE_RULES:
         raise ModelError(f"machine_rule: expected one of {', '.join(MACHINE_RULES)}, got {machine_rule!r}")
     if resubmit not in RESUBMIT_RULES:
         raise ModelError(f"resubmit: expected one of {', '.join(RESUBMIT_RULES)}, got {resubmit!r}")
-    if lp_grouping not in LP_GROUPINGS:
-        raise ModelError(f"lp_grouping: expected one of {', '.join(LP_GROUPINGS)}, got {lp_grouping!r}")
     if not ((isinstance(lp_order, str) and lp_order in ("index", "reverse"))
             or (isinstance(lp_order, (int, np.integer)) and not isinstance(lp_order, bool) and lp_order >= 0)):
         raise ModelError(f"lp_order: expected 'index', 'reverse' or a non-negative int seed, got {lp_order!r}")
@@ -146,6 +188,7 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
     bound = default_bound(M) if max_in_system is None else max_in_system
     if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)) or bound < 1:
         raise ModelError(f"max_in_system: must be a positive integer, got {max_in_system!r}")
+    ensure_fits(f"max_in_system = {bound}", 24 * int(bound))  # the pool of waiting tasks, per replication
 
     mu = np.ascontiguousarray(system.mu, dtype=float)
     alpha = np.ascontiguousarray(system.alpha_array, dtype=float)
@@ -177,6 +220,12 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
         with np.errstate(divide="ignore"):
             logstay[n_] = np.where(np.diag(Pm[n_]) < 1.0, np.log(np.diag(Pm[n_])), 0.0)
     a_true = np.ascontiguousarray(system.a, dtype=float)  # static a (chain machines ignore it)
+    stuck = np.flatnonzero((a_true <= 0.0) & (chain_id < 0))
+    if stuck.size:
+        j = int(stuck[0])
+        raise ModelError(f"availability[{j}] (machine {j + 1}): a = 0 in the desktop-grid model, where a machine "
+                         f"that takes a task runs it at speed a and would never finish it; give a > 0 or remove "
+                         f"the machine")
     a_est0 = a_true.copy() if cpu_info else np.ones(M)
 
     uses_lp = user is not None and user.uses_lp
@@ -186,11 +235,19 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
         lp_mode = 1
     else:
         lp_mode = 0
-    grouping = lp_grouping
-    if grouping == "auto":
-        grouping = "machines" if (lp_mode == 1 and M <= AUTO_MACHINES_MAX) else "groups"
-    col = _columns(mu, a_est0, grouping, inaccuracy > 0.0, lp_order)
+    solution, grouping = _grouping(lp_solution, lp_grouping, lp_mode, M, inaccuracy)
+    col = _columns(mu, a_est0, "groups" if grouping == "expanded" else grouping, inaccuracy > 0.0, lp_order)
     C = int(col.max()) + 1
+    if lp_mode == 1:
+        nbytes = 8 * (N + C) * (N * C + N + C + 2)
+        if nbytes > TABLEAU_MAX_BYTES:
+            why = ("inaccuracy > 0 gives every machine its own estimated a, hence its own LP column"
+                   if inaccuracy > 0.0 else f"lp_grouping={grouping!r}")
+            raise ModelError(f"inaccuracy/lp_grouping: the LP tableau of {C} columns would need "
+                             f"{nbytes / 2**20:.0f} MiB per replication (limit {TABLEAU_MAX_BYTES // 2**20} MiB; "
+                             f"{why}); use lp_grouping='expanded' or 'groups' without inaccuracy")
+    gmem, goff, mpos = _members(col, C, lp_order) if grouping == "expanded" else (
+        np.zeros(1, np.int64), np.zeros(2, np.int64), np.zeros(1, np.int64))
     first = np.array([np.flatnonzero(col == c)[0] for c in range(C)])
     size = np.bincount(col, minlength=C).astype(float)
     mu_colT = np.ascontiguousarray(mu[:, first].T)
@@ -219,28 +276,20 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
         down_par = v.par
     ev_ = variate(ed, 1.0, scv=exec_scv, label="exec_dist")
 
-    iopt = np.zeros(N_IOPT, np.int64)
-    iopt[I_POLICY] = code
-    iopt[I_MRULE] = MACHINE_RULES[machine_rule]
-    iopt[I_RESUB] = RESUBMIT_RULES[resubmit]
-    iopt[I_LPMODE] = lp_mode
-    iopt[I_TIE] = tcode
-    iopt[I_FAIL] = int(fail_on)
-    iopt[I_UPK] = up_k
-    iopt[I_DOWNK] = down_k
-    iopt[I_EXECK] = ev_.code
-    iopt[I_BOUND] = int(bound)
-    iopt[I_USES_LP] = int(uses_lp)
-    fopt = np.zeros(N_FOPT)
-    fopt[F_HORIZON] = horizon
-    fopt[F_WARMUP] = warmup
-    fopt[F_INACC] = inaccuracy
-    fopt[F_STEP] = step
-    model = (col, muT, mu_colT, a_true, a_est0, chain_id, Pm, Ppow, logstay, levels, stat, alpha, up_par,
-             np.ascontiguousarray(down_par, dtype=float), np.ascontiguousarray(ev_.par, dtype=float), iopt, fopt)
-    options = {"tie": str(tie).lower(), "machine_rule": machine_rule, "resubmit": resubmit, "lp_grouping": grouping,
+    params = Params(col=col, muT=muT, mu_colT=mu_colT, a_true=a_true, a_est0=a_est0, chain_id=chain_id, Pm=Pm,
+                    Ppow=Ppow, logstay=logstay, levels=levels, stat=stat, alpha=alpha, up_par=up_par,
+                    down_par=np.ascontiguousarray(down_par, dtype=float),
+                    exec_par=np.ascontiguousarray(ev_.par, dtype=float), gmem=gmem, goff=goff, mpos=mpos,
+                    policy=int(code), machine_rule=MACHINE_RULES[machine_rule], resubmit=RESUBMIT_RULES[resubmit],
+                    lp_mode=int(lp_mode), tie=int(tcode), failures=int(fail_on), up_kind=int(up_k),
+                    down_kind=int(down_k), exec_kind=int(ev_.code), bound=int(bound), uses_lp=int(uses_lp),
+                    expand=int(grouping == "expanded"), horizon=float(horizon), warmup=float(warmup),
+                    inaccuracy=float(inaccuracy), step=float(step))
+    options = {"tie": str(tie).lower(), "machine_rule": machine_rule, "resubmit": resubmit, "lp_solution": solution,
+               "lp_grouping": grouping,
                "lp_order": lp_order, "cpu_info": bool(cpu_info), "inaccuracy": inaccuracy, "exec_dist": ed,
                "warmup": warmup, "max_in_system": int(bound)}
-    return Prepared(policy=pname, code=code if user is None else USER, user=user, model=model, N=N, M=M, C=C,
+    return Prepared(policy=pname, code=code if user is None else USER, user=user, params=params, N=N, M=M, C=C,
                     lp_mode=lp_mode, grouping=grouping, size=size, bound=int(bound), horizon=horizon, warmup=warmup,
-                    lambda_capacity=capacity_lambda(system), options=options, scenario=str(system.id))
+                    lambda_capacity=capacity_lambda(system), options=options, scenario=str(system.id),
+                    class_names=system.class_names)

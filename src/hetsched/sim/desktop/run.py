@@ -35,82 +35,104 @@ def _central_support(mu_col: np.ndarray, alpha: np.ndarray, cap: np.ndarray, siz
 
 
 def fresh_state(p: Prepared, seed_seq):
-    """``(model, state, lp, events, streams)`` of a new replication, before :func:`kernel.init`."""
-    from . import kernel as K
+    """``(params, state, lp, events, streams, out)`` of a new replication, before :func:`kernel.init`."""
+    from . import layout as L
     from ..core.instability import seg_new
+    from ..core.pool import pool_new
+    from .kernel import new_event_list
 
     seed_seq = seed_sequence(seed_seq)
-    m = K.Model(*p.model)
+    prm = p.params
     N, M, C = p.N, p.M, p.C
-    st = make_streams(seed_seq, K.N_STREAMS)
-    s = K.State(
-        mi=np.zeros((M, K.N_MI), np.int64), mf=np.zeros((M, K.N_MF)),
-        p_arr=np.empty(p.bound), p_next=np.empty(p.bound, np.int64), free=np.empty(p.bound, np.int64),
-        qhead=np.full(N, -1, np.int64), qtail=np.full(N, -1, np.int64), ql=np.zeros(N, np.int64),
-        head_arr=np.zeros(N), chead=np.full(C, -1, np.int64), ctail=np.full(C, -1, np.int64),
-        cidle=np.zeros(C, np.int64), ninit=np.zeros(C, np.int64), ist=np.zeros(K.N_IST, np.int64),
-        fst=np.zeros(K.N_FST), sg=seg_new(p.warmup, p.horizon), cls_n=np.zeros(N, np.int64), cls_w=np.zeros(N),
-        up_time=np.zeros(M))
+    st = make_streams(seed_seq, L.N_STREAMS)
+
+    def one(dtype=np.int64):
+        return np.zeros(1, dtype)
+
+    s = L.State(mi=np.zeros((M, L.N_MI), np.int64), mf=np.zeros((M, L.N_MF)), pool=pool_new(p.bound, N),
+                p_arr=np.zeros(p.bound), p_size=np.zeros(p.bound), head_arr=np.zeros(N),
+                chead=np.full(C, -1, np.int64), ctail=np.full(C, -1, np.int64), cidle=np.zeros(C, np.int64),
+                ninit=np.zeros(C, np.int64), buf=np.zeros(max(N, M), np.int64),
+                ctl=L.Control(*(one() for _ in L.Control._fields)))
+    out = L.Out(events=one(), arrivals=one(), starts=one(), resubmissions=one(), avail_events=one(),
+                lp_solves=one(), pivots=one(), lp_failures=one(), support_changes=one(), lookups=one(), peak=one(),
+                t_now=one(float), lam=one(float), size_sum=one(float), cls_n=np.zeros(N, np.int64),
+                cls_w=np.zeros(N), up_time=np.zeros(M), sg=seg_new(p.warmup, p.horizon))
     m_, nv1 = (N + C, N * C + 1 + N + C + 1) if p.lp_mode == 1 else (1, 2)
     KT = ROBUST_TABLE if p.lp_mode == 2 else 1
-    elig = np.ascontiguousarray(m.mu_colT > 0)
-    lp = K.LPState(T=np.zeros((m_, nv1)), obj=np.zeros(nv1), basis=np.zeros(m_, np.int64), cap=np.zeros(C),
+    elig = np.ascontiguousarray(prm.mu_colT > 0)
+    XM, XC = (M, C) if p.grouping == "expanded" else (1, 1)  # the expanded vertex's arrays (else stubs)
+    lp = L.LPState(T=np.zeros((m_, nv1)), obj=np.zeros(nv1), basis=np.zeros(m_, np.int64), cap=np.zeros(C),
                    support=elig.copy(), elig_static=elig, keys_cap=np.zeros((KT, C)),
-                   key_used=np.zeros(KT, np.bool_), sup_table=np.zeros((KT, C, N), np.bool_))
-    return m, s, lp, K.new_event_list(M, N), st
+                   key_used=np.zeros(KT, np.bool_), sup_table=np.zeros((KT, C, N), np.bool_),
+                   xs=np.zeros((XC, N)), xs_int=np.zeros((2, XC, N), np.int64), qa=np.zeros((XC, N), np.int64),
+                   qb=np.full((XC, N), -1, np.int64), nup=np.zeros(XC, np.int64), fen=np.zeros(XM + XC, np.int64),
+                   msup=np.zeros((XM, N), np.bool_), xprev=np.full((XM, N), -1, np.int64),
+                   xnext=np.full((XM, N), -1, np.int64), xhead=np.full((XC, N), -1, np.int64),
+                   xtail=np.full((XC, N), -1, np.int64), xcnt=np.zeros((XC, N), np.int64),
+                   xninit=np.zeros((XC, N), np.int64), irank=np.zeros(XM, np.int64))
+    return prm, s, lp, new_event_list(M, N), st, out
 
 
 def replication(seed_seq, p: Prepared) -> dict:
     """One replication (picklable top-level function for :func:`hetsched.runner.replicate`)."""
     from . import kernel as K
+    from . import layout as L
     from ..core.instability import seg_close
 
-    init, run = K.kernels(p.user)
-    m, s, lp, ev, st = fresh_state(p, seed_seq)
+    init, run = K.kernels(p.code, p.user)
+    prm, s, lp, ev, st, out = fresh_state(p, seed_seq)
     N, M, C = p.N, p.M, p.C
     KT = lp.key_used.shape[0]
     t0 = time.perf_counter()
     c0 = time.process_time()
-    rc = init(m, s, lp, ev, st)
-    if rc == K.LP_FAILED:
+    rc = init(prm, s, lp, ev, st, out)
+    if rc == L.LP_FAILED:
         raise ModelError(f"desktop grid {p.scenario!r}: the allocation LP of the initial state has no optimum")
     lp_seconds = 0.0
     central = 0
+    ctl = s.ctl
     while True:
-        rc = run(m, s, lp, ev, st)
-        if rc != K.NEED_SUPPORT:
+        rc = run(prm, s, lp, ev, st, out)
+        if rc != L.NEED_SUPPORT:
             break
         ts = time.perf_counter()
-        if s.ist[K.TABLE_COUNT] * 2 >= KT:  # table half full: start afresh (keys are then rarely reused)
+        if ctl.table_count[0] * 2 >= KT:  # table half full: start afresh (keys are then rarely reused)
+            from .lpkeep import table_lookup
+
             lp.key_used[:] = False
-            s.ist[K.TABLE_COUNT] = 0
-            slot, _ = K.table_lookup(lp.cap, lp.keys_cap, lp.key_used)
+            ctl.table_count[0] = 0
+            slot, _ = table_lookup(lp.cap, lp.keys_cap, lp.key_used)
         else:
-            slot = int(s.ist[K.MISS_SLOT])
+            slot = int(ctl.miss_slot[0])
         lp.keys_cap[slot] = lp.cap
-        lp.sup_table[slot] = _central_support(m.mu_colT.T, m.alpha, lp.cap, p.size)
+        lp.sup_table[slot] = _central_support(prm.mu_colT.T, prm.alpha, lp.cap, p.size)
         lp.key_used[slot] = True
-        s.ist[K.TABLE_COUNT] += 1
+        ctl.table_count[0] += 1
         central += 1
         lp_seconds += time.perf_counter() - ts
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
-    if rc == K.BAD_CHOICE:
-        j, v = int(s.ist[K.ERR_MACHINE]), int(s.ist[K.ERR_VALUE])
+    if rc == L.BAD_CHOICE:
+        j, v = int(ctl.err_machine[0]), int(ctl.err_value[0])
         E = lp.support if p.user.uses_lp else lp.elig_static
-        p.user.explain(v, s.ql, m.muT[j:j + 1], E[m.col[j]:m.col[j] + 1], machine=j)
+        e = prm.col[j]
+        if p.grouping == "expanded" and p.user.uses_lp:
+            E, e = lp.msup, j
+        p.user.explain(v, s.pool.qlen, prm.muT[j:j + 1], E[e:e + 1], machine=j)
         raise p.user.error(j, v, "not a class the machine may take")  # pragma: no cover - explain raises
-    hit_bound = rc == K.BOUND
-    t_end = float(s.fst[K.T_NOW]) if hit_bound else p.horizon
-    n_end = int(s.ql.sum() + (s.mi[:, K.BUSY] >= 0).sum())
+    hit_bound = rc == L.BOUND
+    t_end = float(out.t_now[0]) if hit_bound else p.horizon
+    busy = s.mi[:, L.BUSY] >= 0
+    n_end = int(s.pool.qlen.sum() + busy.sum())
     seg = np.zeros(NSEG)
     if not hit_bound:
-        seg_close(s.sg, p.horizon, n_end, seg)
-    for j in range(M):  # close the availability integrals
-        if s.mi[j, K.UP] == 1:
-            s.up_time[j] += t_end - s.mf[j, K.UPSINCE]
-    done = s.cls_n.astype(float)
-    W_class = np.where(done > 0, s.cls_w / np.maximum(done, 1), np.nan)
+        seg_close(out.sg, p.horizon, n_end, seg)
+    up_time = out.up_time.copy()
+    up = s.mi[:, L.UP] == 1
+    up_time[up] += t_end - s.mf[up, L.UPSINCE]  # close the availability integrals
+    done = out.cls_n.astype(float)
+    W_class = np.where(done > 0, out.cls_w / np.maximum(done, 1), np.nan)
     trend = (not hit_bound) and trend_unstable(seg)
     if hit_bound:
         why = f"more than {p.bound} tasks in system at t = {t_end:.6g}"
@@ -119,30 +141,37 @@ def replication(seed_seq, p: Prepared) -> dict:
               ", ".join(f"{x:.3g}" for x in seg[[0, 4, 9]]) + " at 1/10, 5/10, 10/10)"
     else:
         why = ""
-    lp_solves = central if p.lp_mode == 2 else int(s.ist[K.LP_SOLVES])
+    lp_solves = central if p.lp_mode == 2 else int(out.lp_solves[0])
+    if p.grouping == "expanded":
+        nonzeros = int(lp.msup[up].sum())
+    elif p.lp_mode:
+        nonzeros = int(lp.support[prm.col][up].sum())
+    else:
+        nonzeros = None
     return {
-        "W": float(s.cls_w.sum() / done.sum()) if done.sum() else float("nan"),
+        "W": float(out.cls_w.sum() / done.sum()) if done.sum() else float("nan"),
         "W_class": W_class.tolist(),
-        "completed": s.cls_n.tolist(),
-        "events": int(s.ist[K.EVENTS]),
-        "arrivals": int(s.ist[K.ARRIVALS]),
-        "resubmissions": int(s.ist[K.RESUB]),
-        "avail_events": int(s.ist[K.AVAIL_EVENTS]),
-        "starts": int(s.ist[K.STARTS]),
+        "completed": out.cls_n.tolist(),
+        "events": int(out.events[0]),
+        "arrivals": int(out.arrivals[0]),
+        "resubmissions": int(out.resubmissions[0]),
+        "avail_events": int(out.avail_events[0]),
+        "starts": int(out.starts[0]),
         "lp_solves": lp_solves,
-        "lp_pivots": int(s.ist[K.PIVOTS]),
-        "lp_failures": int(s.ist[K.LP_FAIL]),
+        "lp_pivots": int(out.pivots[0]),
+        "lp_failures": int(out.lp_failures[0]),
         "lp_seconds": lp_seconds,
-        "lookups": int(s.ist[K.LOOKUPS]),
-        "support_changes": int(s.ist[K.SUP_CHANGES]),
-        "support_nonzeros": int(lp.support[m.col][s.mi[:, K.UP] == 1].sum()) if p.lp_mode else None,
-        "lambda": float(s.fst[K.LAM]),
+        "lookups": int(out.lookups[0]),
+        "support_changes": int(out.support_changes[0]),
+        "support_nonzeros": nonzeros,
+        "lambda": float(out.lam[0]),
+        "size_sum": float(out.size_sum[0]),
         "columns": C,
-        "queued_end": int(s.ql.sum()),
+        "queued_end": int(s.pool.qlen.sum()),
         "in_system_end": n_end,
-        "up_end": int(s.mi[:, K.UP].sum()),
-        "up_fraction": (s.up_time / t_end).tolist(),
-        "peak": int(s.ist[K.PEAK]),
+        "up_end": int(up.sum()),
+        "up_fraction": (up_time / t_end).tolist(),
+        "peak": int(out.peak[0]),
         "segments": seg.tolist(),
         "hit_bound": bool(hit_bound),
         "trend": bool(trend),
@@ -181,6 +210,8 @@ def summarize(p: Prepared, runs: list[dict], *, seed, wall: float) -> SimResult:
         "lambda_capacity": p.lambda_capacity,
         "unstable_reps": int(n_bound + n_trend),
     }
+    if p.class_names:
+        extra["class_names"] = list(p.class_names)
     return from_replications(runs, model="desktop", policy=p.policy, metric="W", key="W", per_class=per_class,
                              wall_seconds=wall, unstable=unstable, message=message, scenario=p.scenario,
                              horizon=p.horizon, seed=seed, options=p.options, extra=extra)
@@ -198,16 +229,25 @@ def _capacity_verdict(p: Prepared, seed) -> SimResult | None:
                      ci=(float("nan"), float("nan")),
                      per_class=[{"class": i + 1, "mean": None, "ci": None} for i in range(p.N)], events=0,
                      wall_seconds=0.0, model="desktop", scenario=p.scenario, reps=0, horizon=p.horizon, seed=seed,
-                     options=p.options, extra={"lambda_capacity": lam})
+                     options=p.options, extra={"lambda_capacity": lam,
+                                               **({"class_names": list(p.class_names)} if p.class_names else {})})
+
+
+def _family(p: Prepared) -> str:
+    """The compiled kernel a configuration runs on (one per policy family, one per user policy)."""
+    from .layout import LPAS_DG, LPAS_DG_ROBUST
+
+    if p.user is not None:
+        return f"user-{p.user.token}"
+    return "lp" if p.code in (LPAS_DG, LPAS_DG_ROBUST) else "plain"
 
 
 def _warm(p: Prepared) -> None:
     """One empty replication of ``p`` in this process (horizon 1e-9)."""
     from dataclasses import replace
 
-    fopt = p.model[-1].copy()
-    fopt[0] = 1e-9  # kernel.F_HORIZON
-    replication(seed_sequence(0), replace(p, model=p.model[:-1] + (fopt,), horizon=1e-9, warmup=0.0))
+    replication(seed_sequence(0), replace(p, params=p.params._replace(horizon=1e-9, warmup=0.0), horizon=1e-9,
+                                          warmup=0.0))
 
 
 def warm_up_kernels() -> None:
@@ -215,7 +255,7 @@ def warm_up_kernels() -> None:
     from ...system import MachineGroup, System
 
     s = System(id="warm", alpha=(1.0,), groups=(MachineGroup("A", 2, (2.0,)),))
-    for pol in ("gcmu", "lpas-dg"):
+    for pol in ("gcmu", "lpas-dg"):  # one policy per kernel family
         one_run(s, pol, seed=0, horizon=1.0)
 
 
@@ -293,7 +333,7 @@ def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int
         return Planned(job=None, result=early)
     return Planned(job=Job(replication, p, int(reps), seed, f"{system.id} {p.policy}"),
                    finish=lambda runs, seconds: summarize(p, runs, seed=seed, wall=seconds),
-                   warm=lambda: _warm(p), warm_key=("desktop",))
+                   warm=lambda: _warm(p), warm_key=("desktop", _family(p)))
 
 
 def simulate_cli(system, policy, *, reps, horizon, seed, workers, backend, scheduler, progress, options):
