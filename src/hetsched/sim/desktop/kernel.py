@@ -9,10 +9,13 @@ the initial state; :func:`run` simulates until the horizon. The kernel is
 vector is not in its hash table; the Python side solves that LP, stores the
 support and calls :func:`run` again (it resumes in :func:`resume`).
 
-One event, one short function: :func:`on_task` (a running task's timer: a
-completion, or a CPU-chain state change), :func:`on_avail` (a failure or a
-repair, with the LP update), :func:`on_arrival`; each is inlined into
-:func:`run` (numba ``inline="always"``), so splitting the loop costs no call.
+The named tuples are unpacked once, in :func:`run`: task timers (a
+completion, or a CPU-chain state change) and arrivals -- nearly every event --
+are handled in its loop on local arrays with scalar counters, calling short
+functions that take a few arrays (:func:`start_task`,
+:func:`~.idle.find_machine`, the class selection on the small views of
+:func:`views`); an availability event (a failure or a repair, with the LP
+update) is :func:`on_avail`, which takes the tuples (it is rarer and does more).
 
 A kernel per policy family
 --------------------------
@@ -42,10 +45,11 @@ Performance notes (named where made):
   the handled event's slot is rescheduled in place (one sift-down from the
   root), never popped and pushed; a completion followed by a new start on
   the same machine reschedules its slot once;
-* every helper that takes the named tuples and runs per event is inlined
-  (numba ``inline="always"``): a call passing tuples of ~20 arrays by value
-  (with a reference count per array) costs more than the work it does -- a
-  first version with plain calls ran at a quarter of the speed;
+* no named tuple is passed per task timer or arrival: each array of a tuple
+  handed to a function -- inlined or not -- costs an atomic reference-count
+  update, and a first version of the kernel contract with one inlined
+  function per event taking the tuples (about a hundred arrays) ran at a
+  quarter of the speed; the event functions take the few arrays they need;
 * no array views in the hot loop: the class selection reads ``muT[j, i]``
   and ``E[e, i]`` in place; the numbers waiting and busy are kept
   incrementally;
@@ -53,6 +57,10 @@ Performance notes (named where made):
 * waiting tasks live in one pool of linked FCFS lists sized by the
   instability bound, so a run can never exhaust memory.
 """
+
+# long-file: one compiled event loop (numba) with the functions it calls and the per-family selections
+# bound at compile time; task timers and arrivals stay in run's loop on unpacked arrays because per-event
+# functions taking the named tuples cost 3.5-4x in events/s (docs/desktop-grid.md, "Kernel speed").
 
 from __future__ import annotations
 
@@ -700,8 +708,8 @@ def family(code: int) -> str:
 def kernels(code: int, user=None):
     """``(init, run)``: the kernel of a built-in policy's family, or of a user pull policy.
 
-    Each is :func:`run` (with :func:`scan`, :func:`scan_x`, :func:`resume` and the
-    inlined event functions) compiled again with ``_FAMILY`` bound to the family --
+    Each is :func:`run` (with :func:`scan`, :func:`scan_x`, :func:`resume`,
+    :func:`on_avail` and the class selection) compiled again with ``_FAMILY`` bound to the family --
     and for a user policy ``_user_pull`` bound to the user's compiled function --
     and cached on disk by
     :func:`hetsched.sim.core.kernels.specialise` (a user policy keyed by its
