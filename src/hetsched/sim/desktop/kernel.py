@@ -16,6 +16,8 @@ functions that take a few arrays (:func:`start_task`,
 :func:`~.idle.find_machine`, the class selection on the small views of
 :func:`views`); an availability event (a failure or a repair, with the LP
 update) is :func:`on_avail`, which takes the tuples (it is rarer and does more).
+The expanded vertex's idle lists are handed small views (``XLists``,
+``Machines`` of :mod:`.layout`) made once.
 
 A kernel per policy family
 --------------------------
@@ -83,7 +85,7 @@ from .idle import find_machine, find_machine_x, idle_add, idle_remove, idle_view
 from .layout import (AEST, BAD_CHOICE, BOUND, BUSY, CK, CST, DONE, FCFS, GCMU, IDLE_SINCE, INIT, LEVEL, LP_FAILED,
                      LPAS_DG, LPAS_DG_ROBUST, NEED_SUPPORT, NEXT, PREV, PRIO_ARRIVAL, PRIO_AVAIL, PRIO_TASK, REM,
                      S_ARR, S_CHAIN, S_EST, S_EXEC, S_FAIL, S_RESTART, S_TIE, S_USER, SEGEND, SEGT, TARR, TIE_HIGHEST,
-                     TIE_RANDOM, TKIND, UP, UPSINCE, USER, Events)
+                     TIE_RANDOM, TKIND, UP, UPSINCE, USER, Events, Machines, XLists)
 from .lpkeep import copy_support, table_lookup, vertex_update
 
 __all__ = ["init", "run", "kernels", "new_event_list", "FAMILIES", "family"]
@@ -380,12 +382,6 @@ def scan_x(p, s, lp, ev, st, out, t):
 
 # ----------------------------------------------------------------------------- the expanded vertex's idle lists
 @njit(cache=True)
-def x_idle_add(lp, s, c, j):
-    """Expanded vertex: idle machine ``j`` joins its lists (a plain call: only that mode pays for the tuples)."""
-    x_add(lp, s, c, j)
-
-
-@njit(cache=True)
 def x_take(p, s, lp, i, st):
     """Expanded vertex: the idle machine that receives an arriving class-``i`` task, taken out of its
     lists, or -1."""
@@ -577,6 +573,8 @@ def run(p, s, lp, ev, st, out):
     step, warmup, horizon, bound, exec_kind = p.step, p.warmup, p.horizon, p.bound, p.exec_kind
     mrule, tie = p.machine_rule, p.tie
     expand = p.expand == 1
+    xl = XLists(lp.msup, lp.xprev, lp.xnext, lp.xhead, lp.xtail, lp.xcnt, lp.xninit, lp.irank)
+    xm = Machines(mi, mf)
     evT, evV, evA = ev.task, ev.avail, ev.arrival
     starts, t_now, sg = out.starts, out.t_now, out.sg
     events = 0
@@ -649,7 +647,7 @@ def run(p, s, lp, ev, st, out):
             ev_cancel(evT, j)
             mf[j, IDLE_SINCE] = t
             if expand:
-                x_idle_add(lp, s, c, j)
+                x_add(xl, xm, c, j)
             else:
                 idle_add(mi, idl, c, j)
             nbusy -= 1
@@ -670,7 +668,9 @@ def run(p, s, lp, ev, st, out):
             jj = -1
             if ql[i] == 0:  # invariant: a non-empty queue has no eligible idle machine
                 if expand:
-                    jj = x_take(p, s, lp, i, st)
+                    jj = find_machine_x(mrule, tie, muT, xm, xl, i, st)
+                    if jj >= 0:
+                        x_remove(xl, xm, col[jj], jj)
                 else:
                     jj = find_machine(mrule, tie, muT, mi, mf, idl, i, E, st)
                     if jj >= 0:
