@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from . import REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register
+from ..resultsio import save_figure
 
 POLICY_NAMES = {"local": "Local", "heuristic": "Heuristic", "table": "Optimal"}
 PAPER_LABELS = {"Local": "Local", "Heuristic": "pc1q1>c2q2-Best pack", "Optimal": "Optimal"}
@@ -203,7 +204,7 @@ def _plot(rows: list[dict[str, Any]], x: str, title: str, path: Path, ycol: str 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -277,7 +278,7 @@ def _run_fig6(opts: RunOptions) -> ExperimentResult:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return ExperimentResult("coalloc-fig6", rows, "\n".join(lines), [path], _notes(rows5, "rho", st),
                             meta={"settings": st, "seed": opts.seed, "reps": st["reps"]})

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, register
+from ..resultsio import save_figure
 
 # 1-based machine numbers with a_j < 1 in the MPD cases (§3.5.1)
 _MPD_HIHI = {4: 0.5, 5: 0.5, 6: 0.5}
@@ -331,7 +332,7 @@ def run(opts: RunOptions) -> ExperimentResult:
     ax.legend()
     fig.tight_layout()
     path = opts.outdir / "mgst_overall.png"
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return ExperimentResult(
         "mgst", rows, table, figures=[path],

@@ -16,6 +16,7 @@ from .cluster import batch
 from .core import Experiment, ExperimentResult, RunOptions
 from .params import HORIZON, REPS, Param, sizes
 from .rows import metric
+from ..resultsio import save_figure
 
 _MODEL_KEYS = ("propagation", "include_local", "tie", "warmup", "max_in_system", "inaccuracy")
 _MODEL_PARAMS = (
@@ -133,7 +134,7 @@ def fig_4_1(opts: RunOptions) -> ExperimentResult:
     ax.set_title("System 4.A under estimation inaccuracy (cf. thesis Fig. 4.1)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     lines = [f"Figure 4.1 (System 4.A, {reps} x {horizon:g}): W versus maximum inaccuracy I",
              f"{'I':>5} {'LPAS_dec':>10} {'KPB (k=3)':>10}"]
@@ -196,7 +197,7 @@ def fig_4_2_4_3(opts: RunOptions) -> ExperimentResult:
         ax.set_title(f"System {sid} (cf. thesis Fig. {fig_no})")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
         plt.close(fig)
         figures.append(path)
     notes = ["The thesis simulates 2e9 time units: run thesis-fig-4.2-4.3-full for that length."]

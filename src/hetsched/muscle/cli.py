@@ -86,6 +86,7 @@ def run_cmd(
     records: Optional[Path] = typer.Option(None, "--records", help="Write per-job records (job, cluster, processors, "
                                            "start, end, deadline met) to this Parquet file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --records file (refused otherwise)."),
 ) -> None:
     """Simulate one policy on a multicluster and print MCP, LBF and per-cluster metrics.
 
@@ -106,15 +107,11 @@ def run_cmd(
     if swf is None and jobs is not None and jobs > MAX_GENERATED_JOBS:
         raise ModelError(f"--jobs: at most {MAX_GENERATED_JOBS:,} generated jobs, got {jobs:,}")
     if records is not None:  # checked before the run, so that a bad path never costs a finished run
-        import os
+        from ..safeio import check_output
 
-        if records.is_dir():
-            raise ModelError(f"--records: {records} is a directory, expected a .parquet file name")
-        parent = records.parent if str(records.parent) else Path(".")
-        if not parent.is_dir():
-            raise ModelError(f"--records: directory {parent} does not exist")
-        if not os.access(parent, os.W_OK):
-            raise ModelError(f"--records: directory {parent} is not writable")
+        check_output(records, force=force, what="--records file")
+    elif force:
+        raise ModelError("--force applies with --records only")
     system = _system(sizes, rates)
     wseed, sseed = np.random.SeedSequence(seed).spawn(2)
     if swf is not None:
@@ -148,7 +145,7 @@ def run_cmd(
     if records is not None:
         from ..traces import write_records
 
-        written = write_records(res.records(wl), records,
+        written = write_records(res.records(wl), records, overwrite=force,
                                 meta={"kind": "muscle", "policy": res.policy, "sizes": list(system.sizes),
                                       "rates": list(system.rates), "source": wl.source, "seed": seed})
     out = res.summary()

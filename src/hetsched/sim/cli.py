@@ -55,7 +55,7 @@ def simulate_cmd(
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     outdir: Optional[Path] = typer.Option(None, "--outdir", help="Also write the result (CSV, Parquet, JSON with "
                                           "provenance) into this folder, for `hetsched report`."),
-    force: bool = typer.Option(False, "--force", help="With --outdir: replace the results already there."),
+    force: bool = typer.Option(False, "--force", help="Replace the results already in --outdir and an existing --records file (refused otherwise)."),
 ) -> None:
     """Simulate SCENARIO under one policy; print Qbar (or W) with its 95% confidence interval."""
     from ..errors import HetschedError
@@ -78,7 +78,7 @@ def simulate_cmd(
     if windows is not None:
         options["windows"] = windows
     if records is not None:  # checked before the run, so that a bad path never costs a finished run
-        _check_out(records)
+        _check_out(records, force)
         options["records"] = True
     if trace is not None:
         from ..traces import workload
@@ -92,8 +92,8 @@ def simulate_cmd(
 
         prepare_outdir(outdir, force=force)
         prov = provenance.start(seed=seed, reps=reps, horizon=horizon, backend=backend, workers=workers)
-    elif force:
-        raise HetschedError("--force applies with --outdir only")
+    elif force and records is None:
+        raise HetschedError("--force applies with --outdir or --records only")
     entry = model.load_entry()
     res = entry(system, policy.strip().lower(), reps=reps, horizon=horizon, seed=seed, workers=workers,
                 backend=backend, scheduler=scheduler, progress=not (json_out or no_progress), options=options)
@@ -104,7 +104,7 @@ def simulate_cmd(
     if records is not None:
         from ..traces import write_records
 
-        write_records(res.records, records, meta={"model": out.get("model"), "scenario": system.id,
+        write_records(res.records, records, overwrite=force, meta={"model": out.get("model"), "scenario": system.id,
                                                    "policy": out["policy"], "seed": seed, "reps": reps,
                                                    "trace": None if trace is None else str(trace),
                                                    "load": out.get("load"), "machines": system.M,
@@ -140,17 +140,11 @@ def _write_outdir(res, out: dict, system, outdir: Path, prov) -> None:
     out["outdir"] = str(outdir)
 
 
-def _check_out(path: Path) -> None:
-    from ..errors import HetschedError
-    import os
+def _check_out(path: Path, force: bool = False) -> None:
+    """The --records target checked by the safe writer's rules (exists without --force, a link, a device...)."""
+    from ..safeio import check_output
 
-    if path.is_dir():
-        raise HetschedError(f"--records: {path} is a directory, expected a .parquet file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise HetschedError(f"--records: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise HetschedError(f"--records: directory {parent} is not writable")
+    check_output(path, force=force, what="--records file")
 
 
 def _fmt(x) -> str:

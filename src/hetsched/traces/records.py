@@ -237,11 +237,19 @@ def _running_max_by_group(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(shifted) - gid * span
 
 
-def write_records(df: pd.DataFrame, path: str | os.PathLike, *, meta: dict | None = None) -> Path:
+def write_records(df: pd.DataFrame, path: str | os.PathLike, *, meta: dict | None = None,
+                  overwrite: bool = False) -> Path:
     """Write records to Parquet (``meta`` -- e.g. policy, seed, system -- goes into
-    the file's key-value metadata as JSON under ``hetsched``)."""
+    the file's key-value metadata as JSON under ``hetsched``).
+
+    Through the safe writer (:func:`hetsched.safeio.atomic_output`): an existing
+    file is replaced only with ``overwrite=True`` (``--force``); a symbolic link
+    or a non-regular target is refused; the file appears whole or not at all.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from ..safeio import OutputError, atomic_output
 
     path = Path(path)
     table = pa.Table.from_pandas(df, preserve_index=False)
@@ -250,9 +258,12 @@ def write_records(df: pd.DataFrame, path: str | os.PathLike, *, meta: dict | Non
         md[b"hetsched"] = json.dumps(meta, default=str).encode()
         table = table.replace_schema_metadata(md)
     try:
-        pq.write_table(table, path)
+        with atomic_output(path, force=overwrite, what="--records file") as tmp:
+            pq.write_table(table, tmp)
+    except OutputError as exc:
+        raise ModelError(str(exc)) from None
     except OSError as exc:
-        raise ModelError(f"records: cannot write {path}: {exc}") from None
+        raise ModelError(f"--records file {str(path)!r}: cannot write: {exc.strerror or exc}") from None
     return path
 
 
