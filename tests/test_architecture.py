@@ -46,7 +46,6 @@ LONG_ALLOWED = {
     "mdp/coalloc.py": "mdp: split by idea",
     "dispatch/dispatcher.py": "dispatch: split by idea",
     "sim/desktop/kernel.py": "grids: kernel contract",
-    "srn/export.py": "srn",
 }
 #: file citing a document outside the repository: owner
 CITES_ALLOWED = {

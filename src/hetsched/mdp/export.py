@@ -44,6 +44,9 @@ def check_export_path(path: str | Path, force: bool = False) -> Path:
         raise ModelError(f"--export: {path} exists (use --force to overwrite)")
     if not path.parent.is_dir():
         raise ModelError(f"--export: directory {path.parent} does not exist")
+    from ..safeio import check_output
+
+    check_output(path, force=force, what="--export file")  # a link (dangling or not), a device, a FIFO
     return path
 
 
@@ -58,8 +61,10 @@ def save_mdptoolbox(model, path: str | Path, *, force: bool = False) -> Path:
     prm = model.params
     P, R, disc = to_mdptoolbox(model.ctmdp, prm.beta, prm.nu_used)
     M = sp.vstack(P, format="csr")
-    try:
-        with open(path, "wb") as fh:
+    from ..safeio import atomic_output
+
+    try:  # the safe writer: a temporary file renamed over the target, so a full disk leaves no truncated .npz
+        with atomic_output(path, force=force, what="--export file") as tmp, open(tmp, "wb") as fh:
             np.savez_compressed(fh, P_data=M.data, P_indices=M.indices, P_indptr=M.indptr,
                                 P_shape=np.array(M.shape), R=R, discount=np.float64(disc),
                                 admissible=model.ctmdp.admissible(), states=model.states,

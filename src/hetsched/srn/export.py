@@ -54,8 +54,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
-from .net import Net, Reward
-from .reach import CTMC, StateSpace
+from ..safeio import write_bytes
+from .explicit import to_drn, to_prism, to_storm_explicit  # noqa: F401 - split for length; same API
+from .net import Net
+from .reach import StateSpace
 
 __all__ = ["to_gspn_pnml", "to_pnpro", "gspn_form", "GSPNForm", "GSPNTransition", "srn_features",
            "to_pnml", "to_drn", "to_storm_explicit", "to_prism"]
@@ -380,7 +382,7 @@ def _num(x: float) -> str:
 
 
 def to_gspn_pnml(net: Net | GSPNForm, path: str | Path | None = None, *, unfold: bool = True,
-                 check: bool = True, space: StateSpace | None = None) -> str:
+                 check: bool = True, space: StateSpace | None = None, overwrite: bool = False) -> str:
     """PNML of the net as a GSPN, read by Storm (``stormpy.gspn.load_gspn_file``); see the module docstring.
 
     Returns the text; writes it to ``path`` if given. ``unfold``, ``check`` and
@@ -420,12 +422,12 @@ def to_gspn_pnml(net: Net | GSPNForm, path: str | Path | None = None, *, unfold:
     ET.indent(root)
     text = ET.tostring(root, encoding="unicode", xml_declaration=True)
     if path is not None:
-        Path(path).write_text(text)
+        _put(path, text, overwrite)
     return text
 
 
 def to_pnpro(net: Net | GSPNForm, path: str | Path, *, unfold: bool = True, check: bool = True,
-             space: StateSpace | None = None) -> Path:
+             space: StateSpace | None = None, overwrite: bool = False) -> Path:
     """The GSPN of :func:`to_gspn_pnml` in GreatSPN's ``.PNPRO`` format, written by Storm.
 
     Storm reads the PNML and writes the GreatSPN editor project (single-server
@@ -443,11 +445,12 @@ def to_pnpro(net: Net | GSPNForm, path: str | Path, *, unfold: bool = True, chec
         pnml = Path(tmp) / "net.pnml"
         to_gspn_pnml(net, pnml, unfold=unfold, check=check, space=space)
         gspn = sg.load_gspn_file(str(pnml))
-        sg.export_gspn_pnpro_file(gspn, str(path))
+        sg.export_gspn_pnpro_file(gspn, str(Path(tmp) / "net.pnpro"))
+        _put(path, (Path(tmp) / "net.pnpro").read_bytes(), overwrite)
     return Path(path)
 
 
-def to_pnml(net: Net, path: str | Path | None = None) -> str:
+def to_pnml(net: Net, path: str | Path | None = None, *, overwrite: bool = False) -> str:
     """hetsched's annotated PT-net PNML of ``net`` (a record of the net; not loadable by Storm).
 
     Constant arc multiplicities are ``inscription``; kinds, rates, weights,
@@ -492,114 +495,10 @@ def to_pnml(net: Net, path: str | Path | None = None) -> str:
     ET.indent(root)
     text = ET.tostring(root, encoding="unicode", xml_declaration=True)
     if path is not None:
-        Path(path).write_text(text)
+        _put(path, text, overwrite)
     return text
 
 
-def _rewards(ctmc: CTMC, rewards: dict[str, Reward] | None) -> dict[str, np.ndarray]:
-    from .solve import reward_vector
-
-    return {k: reward_vector(ctmc, r) for k, r in (rewards or {}).items()}
-
-
-def to_drn(ctmc: CTMC, path: str | Path, rewards: dict[str, Reward] | None = None) -> Path:
-    """Write the CTMC in Storm's DRN format (rates; state rewards in brackets)."""
-    path = Path(path)
-    R = _rewards(ctmc, rewards)
-    names = list(R)
-    Q = ctmc.Q.tocsr()
-    init = int(np.argmax(ctmc.p0))
-    exit_rate = -Q.diagonal()
-    lines = ["// exported by hetsched.srn", "@type: CTMC", "@value_type: double", "@parameters", "", "@reward_models",
-             " ".join(names), "@nr_states", str(ctmc.n), "@nr_choices", str(ctmc.n), "@model"]
-    for s in range(ctmc.n):
-        rw = f" [{', '.join(repr(float(R[k][s])) for k in names)}]" if names else ""
-        lab = " init" if s == init else ""
-        lines.append(f"state {s} !{float(exit_rate[s])!r}{rw}{lab}")
-        lines.append("\taction 0")
-        for kk in range(Q.indptr[s], Q.indptr[s + 1]):
-            j = Q.indices[kk]
-            if j != s:
-                lines.append(f"\t\t{j} : {float(Q.data[kk])!r}")
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def _init_state(ctmc: CTMC) -> int:
-    return int(np.argmax(ctmc.p0))
-
-
-def to_storm_explicit(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward] | None = None) -> list[Path]:
-    """Write Storm's explicit files: ``prefix.tra``, ``prefix.lab``, ``prefix.<reward>.rew``.
-
-    ``.tra`` starts with the model type ``ctmc`` and lists ``from to rate`` per
-    line (sorted, no header of counts); ``.lab`` declares ``init`` and
-    ``deadlock``; each reward gets its own state-reward file (Storm's explicit
-    parser reads one per model: ``stormpy.build_model_from_explicit(tra, lab,
-    state_rewards=rew)``). Rewards must be >= 0 there. A ``prefix.sta`` with the
-    markings (PRISM syntax) is written too, for people; Storm ignores it.
-    """
-    prefix = Path(prefix)
-    R = _rewards(ctmc, rewards)
-    for k, v in R.items():
-        if v.size and v.min() < 0:
-            raise ModelError(f"reward {k!r}: Storm's explicit format needs rewards >= 0, "
-                             f"got {float(v.min())!r}")
-    Q = ctmc.Q.tocoo()
-    off = Q.row != Q.col
-    order = np.lexsort((Q.col[off], Q.row[off]))
-    out = []
-    p = Path(f"{prefix}.tra")
-    p.write_text("ctmc\n" + "".join(f"{i} {j} {float(v)!r}\n" for i, j, v in
-                                    zip(Q.row[off][order], Q.col[off][order], Q.data[off][order])))
-    out.append(p)
-    p = Path(f"{prefix}.lab")
-    dead = np.flatnonzero(np.diff(ctmc.Q.tocsr().indptr) == 0) if ctmc.n > 1 else np.zeros(0, int)
-    labels = {_init_state(ctmc): ["init"]}
-    for s in dead:
-        labels.setdefault(int(s), []).append("deadlock")
-    p.write_text("#DECLARATION\ninit deadlock\n#END\n"
-                 + "".join(f"{s} {' '.join(v)}\n" for s, v in sorted(labels.items())))
-    out.append(p)
-    for k, v in R.items():
-        p = Path(f"{prefix}.{k}.rew")
-        nz = np.flatnonzero(v)
-        p.write_text("".join(f"{s} {float(v[s])!r}\n" for s in nz))
-        out.append(p)
-    p = Path(f"{prefix}.sta")
-    p.write_text(_sta_text(ctmc))
-    out.append(p)
-    return out
-
-
-def _sta_text(ctmc: CTMC) -> str:
-    names = ctmc.space.net.place_names
-    return "(" + ",".join(names) + ")\n" + "".join(
-        f"{s}:(" + ",".join(str(int(v)) for v in ctmc.markings[s]) + ")\n" for s in range(ctmc.n))
-
-
-def to_prism(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward] | None = None) -> list[Path]:
-    """Write PRISM explicit files ``prefix.tra/.sta/.lab`` and ``prefix.<name>.srew``."""
-    prefix = Path(prefix)
-    Q = ctmc.Q.tocoo()
-    off = Q.row != Q.col
-    out = []
-    p = prefix.with_suffix(".tra")
-    rows = [f"{ctmc.n} {int(off.sum())}"]
-    order = np.lexsort((Q.col[off], Q.row[off]))
-    for i, j, v in zip(Q.row[off][order], Q.col[off][order], Q.data[off][order]):
-        rows.append(f"{i} {j} {float(v)!r}")
-    p.write_text("\n".join(rows) + "\n")
-    out.append(p)
-    p = prefix.with_suffix(".sta")
-    p.write_text(_sta_text(ctmc))
-    out.append(p)
-    p = prefix.with_suffix(".lab")
-    p.write_text('0="init" 1="deadlock"\n' + f"{int(np.argmax(ctmc.p0))}: 0\n")
-    out.append(p)
-    for k, v in _rewards(ctmc, rewards).items():
-        p = Path(f"{prefix}.{k}.srew")
-        nz = np.flatnonzero(v)
-        p.write_text(f"{ctmc.n} {nz.size}\n" + "".join(f"{s} {float(v[s])!r}\n" for s in nz))
-        out.append(p)
-    return out
+def _put(path: str | Path, data: str | bytes, overwrite: bool) -> None:
+    """One exported file through the safe writer (:func:`hetsched.safeio.write_bytes`; existing: ``overwrite``)."""
+    write_bytes(path, data.encode() if isinstance(data, str) else data, force=overwrite, what="export file")
