@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 
 import typer
 
-from .._cliutil import guard
+from .._cliutil import bounded_int, guard
 
 plot_app = typer.Typer(help="Plots of per-task records (Parquet): Gantt chart, utilisation and queue length.",
                        no_args_is_help=True)
@@ -82,7 +82,8 @@ def utilisation_cmd(
                                           "RECORDS-utilisation.png next to the records)."),
     machines: Optional[int] = typer.Option(None, "--machines", help="Machines (default: max machine + 1) or, for "
                                            "MUSCLE records, computers (default: from the file's metadata)."),
-    bins: int = typer.Option(400, "--bins", help="Equal time intervals of the averages."),
+    bins: int = typer.Option(400, "--bins", callback=bounded_int(1, 100_000),
+                             help="Equal time intervals of the averages (at most 100,000)."),
     rep: Optional[int] = typer.Option(None, "--rep", help="Replication to draw when the records hold several "
                                       "(default: the first)."),
     force: bool = typer.Option(False, "--force", help="Replace the image file if it exists (refused otherwise)."),
