@@ -24,7 +24,7 @@ _MODEL_PARAMS = (
     Param("include_local", "bool", "always add the origin machine to S"),
     Param("tie", "str", "ties between equally good machines", choices=("lowest", "random")),
     Param("warmup", "float", "time deleted from the statistics", 0.0, 1e12),
-    Param("max_in_system", "int", "instability bound on tasks in system", 1, 10**9),
+    Param("max_in_system", "int", "instability bound on tasks in system", 1, 10**7),  # ~40 B a slot
     Param("inaccuracy", "float", "estimation inaccuracy I (§4.3.2)", 0.0, 0.999999),
 )
 

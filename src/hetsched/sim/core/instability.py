@@ -30,13 +30,26 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["NSEG", "default_bound", "trend_unstable", "verdict", "seg_new", "seg_observe", "seg_close"]
+__all__ = ["NSEG", "default_bound", "MAX_IN_SYSTEM", "check_bound", "trend_unstable", "verdict", "seg_new", "seg_observe", "seg_close"]
 
 NSEG = 10
 
 # state layout of the segment accumulator: averages in [0, NSEG), then
 _SEG, _END, _AREA, _LAST, _LEN, _WARM = NSEG, NSEG + 1, NSEG + 2, NSEG + 3, NSEG + 4, NSEG + 5
 _SIZE = NSEG + 6
+
+
+#: largest instability bound a user may set: the task pool is ~40 bytes per slot (10**7: ~400 MB)
+MAX_IN_SYSTEM = 10**7
+
+
+def check_bound(bound: int, M: int) -> None:
+    """Refuse (``ModelError`` with the memory estimate) a ``max_in_system`` whose task pool would not fit."""
+    from ...errors import ModelError
+
+    if bound > max(MAX_IN_SYSTEM, default_bound(M)):
+        raise ModelError(f"max_in_system: {bound:,} tasks need about {40 * bound / 1e9:.1f} GB of task pool; "
+                         f"at most {MAX_IN_SYSTEM:,} (a system this far from its bound is unstable anyway)")
 
 
 def default_bound(M: int) -> int:
