@@ -47,14 +47,16 @@ def check_bound(bound: int, M: int) -> None:
     """Refuse (``ModelError`` with the memory estimate) a ``max_in_system`` whose task pool would not fit."""
     from ...errors import ModelError
 
-    if bound > max(MAX_IN_SYSTEM, default_bound(M)):
+    if bound > MAX_IN_SYSTEM:
         raise ModelError(f"max_in_system: {bound:,} tasks need about {40 * bound / 1e9:.1f} GB of task pool; "
                          f"at most {MAX_IN_SYSTEM:,} (a system this far from its bound is unstable anyway)")
 
 
 def default_bound(M: int) -> int:
-    """Bound on the number in system: ``max(10000, 1000 M)`` for ``M`` machines."""
-    return int(max(10_000, 1_000 * int(M)))
+    """Bound on the number in system: ``max(10000, 1000 M)`` for ``M`` machines, at most
+    :data:`MAX_IN_SYSTEM` (from 10,000 machines on: ten tasks a machine; a system of 1,000,000
+    machines would otherwise allocate a task pool of 40 GB per replication)."""
+    return int(min(MAX_IN_SYSTEM, max(10_000, 1_000 * int(M))))
 
 
 def trend_unstable(seg) -> bool:
