@@ -345,3 +345,50 @@ def test_full_disk_names_the_path_and_keeps_what_was_there(tmp_path):
         resultsio.unlock_outdir(mnt / "exp")
         if mounted:
             subprocess.run(["umount", str(mnt)], check=False)
+
+
+# --------------------------------------------------------------------------- SIGTERM = Ctrl-C
+_SLEEPER = """
+import time
+from hetsched._cliutil import _terminate_as_interrupt
+_terminate_as_interrupt()
+print("ready", flush=True)
+try:
+    time.sleep(30)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_sigterm_stops_a_command_as_ctrl_c_does():
+    import signal
+
+    p = subprocess.Popen([sys.executable, "-c", _SLEEPER], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=20)
+    assert out.strip() == "interrupted" and p.returncode == 0
+
+
+@pytest.mark.slow
+def test_sigterm_to_reproduce_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
+    """``kill -TERM`` to the process group of a running ``reproduce`` (a batch system's time limit)."""
+    import signal
+
+    cmd = [sys.executable, "-m", "hetsched.cli", "reproduce", "thesis-table-2.1", "--outdir", str(tmp_path),
+           "--workers", "2"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out_dir = tmp_path / "thesis-table-2.1"
+    seen = []
+    for line in p.stderr:  # progress lines (not a terminal): wait for two finished cells
+        seen.append(line)
+        if "cell 2/" in line:
+            break
+    os.killpg(p.pid, signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    err = "".join(seen) + err
+    assert p.returncode == 130 and "Traceback" not in err, err
+    back = resultsio.read_results(out_dir)
+    assert back.status == 2 and 0 < len(back.rows) < 33
+    assert not (out_dir / resultsio.LOCK).exists()  # released at exit
+    resultsio.prepare_outdir(out_dir)  # the same command again is not blocked

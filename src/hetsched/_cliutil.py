@@ -275,11 +275,44 @@ def inert_output() -> None:
             setattr(sys, name, InertStream(stream))
 
 
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (``kill``, a batch system's time limit) stops a command as Ctrl-C does: what finished is
+    written, marked interrupted, exit 130. Only in this process: a forked worker keeps the default."""
+    import signal
+
+    main_pid = os.getpid()
+
+    def handler(signum: int, frame: Any) -> None:  # noqa: ARG001
+        if os.getpid() != main_pid:  # a forked worker: die as before
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise KeyboardInterrupt
+
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        pass
+    import threading
+    from concurrent.futures import InvalidStateError
+    from concurrent.futures.process import BrokenProcessPool
+
+    def quiet(args: Any) -> None:
+        # a worker pool torn down by the signal: its manager thread's error says nothing a user can act on
+        if debug() or not isinstance(args.exc_value, (InvalidStateError, BrokenProcessPool, KeyboardInterrupt)):
+            threading.__excepthook__(args)
+
+    threading.excepthook = quiet
+
+
 def run(app: Any, argv: Sequence[str] | None = None) -> int:
     """Run a typer app; usage errors are one line and exit 2. Returns the exit code.
 
-    Everything printed goes through :func:`inert_output` (no control character reaches the terminal)."""
+    Everything printed goes through :func:`inert_output` (no control character reaches the terminal);
+    SIGTERM is handled as Ctrl-C (:func:`_terminate_as_interrupt`)."""
     inert_output()
+    _terminate_as_interrupt()
     command = typer.main.get_command(app)
     _no_help_on_empty(command)
     args = list(sys.argv[1:] if argv is None else argv)
