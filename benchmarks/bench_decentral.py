@@ -74,7 +74,7 @@ def _python_mct(alpha, mu, horizon, seed):
 def _lp_rates(system, n, seed):
     """(in-kernel LP updates/s, HiGHS solves/s, share of updates needing a simplex) on perturbed views."""
     from hetsched.lp import solve_allocation
-    from hetsched.sim.core.lptab import gub_simplex, solve_vertex
+    from hetsched.lp.tableau import gub_simplex, solve_vertex
     from hetsched.sim.decentral import per_machine_alpha
 
     A0 = per_machine_alpha(system)

@@ -10,7 +10,7 @@ machine is shared, so CPU time is steadier than wall time):
 * the compiled kernel against the plain-Python reference simulator of the
   tests (``tests/sim/desktop/reference_desktop.py``: heapq, lists) on the
   same replication (identical results, so events are equal);
-* the LP re-solve: the in-kernel dual simplex (``sim/core/lptab``) after one
+* the LP re-solve: the in-kernel dual simplex (``hetsched.lp.tableau``) after one
   availability change of the 3.F LP (grouped columns) against HiGHS from
   scratch on the same capacities (time per re-solve, medians);
 * the projected time of one 20,000-time-unit replication of 3.F.
@@ -48,7 +48,7 @@ def _lp_resolve(system, n, rng):
     """(seconds per in-kernel dual-simplex re-solve, seconds per HiGHS solve) on random availability
     changes of the LP LPAS_DG keeps for ``system`` (its columns: machines with equal rates and ``a``)."""
     from hetsched.lp import solve_allocation
-    from hetsched.sim.core import lptab as L
+    from hetsched.lp import tableau as L
     from hetsched.sim.desktop import kernel as K
     from hetsched.sim.desktop import prepare
 

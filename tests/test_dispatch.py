@@ -90,9 +90,9 @@ def _order_run(client, policy, *, prefetch=0.0, one_worker=True, n=24, seed=4):
     """A queue builds behind a long first task; returns tasks sorted by id (= arrival order)."""
     rates = {"0": [2.0, 1.0]} if one_worker else RATES3
     tu = 0.01
-    d = Dispatcher(client, ["a", "b"], rates, policy=policy, alpha=[1.0, 1.0], time_unit=tu,
+    d = Dispatcher(client, ["a", "b"], rates, policy=policy, time_unit=tu,
                    emulation=Emulation(rates, {}, tu), ignore_unknown_workers=one_worker, adapt_arrivals=False,
-                   adapt_rates=False, timeout_factor=None, prefetch=prefetch, allow_unstable=True)
+                   adapt_rates=False, timeout_factor=None, prefetch=prefetch)
     rng = np.random.default_rng(seed)
     arr = [(0.0, "a", KIND_EMULATE, 30.0)]  # ~0.15 s: the others queue up behind it
     arr += [(0.005 * k, ["a", "b"][int(rng.integers(2))], KIND_EMULATE, 0.5) for k in range(1, n)]
@@ -283,7 +283,7 @@ def test_arrival_drift_resolves_lp(threads):
     rates = {"0": [4.0, 1.0], "1": [1.0, 4.0], "2": [2.0, 2.0]}
     d = Dispatcher(threads, ["a", "b"], rates, policy="lpas-dg", alpha=[1.0, 1.0], time_unit=tu,
                    emulation=Emulation(rates, {}, tu), monitor_interval=0.3, min_samples=10, adapt_rates=False)
-    solves = d.stats["lp_solves"]
+    solves = d.state.monitor.solves
     arr = poisson_arrivals([3.0, 1.0], 300, tu, seed=5)  # class a arrives 3x faster than estimated
     res = d.run(arr, timeout=60)
     drift = [e for e in res.events if e["event"] == "drift" and e["what"] == "alpha"]
@@ -300,11 +300,14 @@ def test_cli_demo_json_and_errors():
 
     from hetsched.cli import app
 
-    r = CliRunner().invoke(app, ["dispatch", "demo", "--workers", "2", "--tasks", "40", "--rate", "200", "--json"])
+    r = CliRunner().invoke(app, ["dispatch", "demo", "--workers", "2", "--tasks", "40", "--rate", "200",
+                                 "--resolve-every", "0.5", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    for k in ("submitted", "completed", "lost", "resubmitted", "policy", "mean_response", "per_class"):
+    for k in ("submitted", "completed", "lost", "resubmitted", "policy", "mean_response", "per_class",
+              "status", "success", "message", "seconds"):
         assert k in out
     assert out["submitted"] == out["completed"] == 40 and out["lost"] == 0
+    assert out["status"] == 0 and out["success"] is True
     r = CliRunner().invoke(app, ["dispatch", "demo", "--policy", "nope", "--json"])
     assert r.exit_code == 2 and "error: policy" in r.output and "Traceback" not in r.output

@@ -59,18 +59,22 @@ def test_run_taskfile_errors(tmp_path):
     r = CliRunner().invoke(app, ["dispatch", "run", str(tf)])
     assert r.exit_code == 2 and "unknown class 'huge'" in r.output
     r = CliRunner().invoke(app, ["dispatch", "run", str(tmp_path / "missing.toml")])
-    assert r.exit_code == 2 and "does not exist" in r.output
+    assert r.exit_code == 2 and "no such file" in r.output
 
 
 def test_bench_json_counts_every_task_once():
     r = CliRunner().invoke(app, ["dispatch", "bench", "--workers", "2", "--tasks", "300", "--repeats", "1", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    for k in ("tasks_per_second", "lost", "duplicated", "reference_tasks_per_second", "ratio"):
+    for k in ("tasks_per_second", "lost", "duplicated", "reference_tasks_per_second", "ratio",
+              "per_worker_tasks_per_second", "ratio_per_worker", "overhead_seconds_per_task"):
         assert k in out
+    assert out["policy"] == "lpas-dg" and out["journal"] is False
     assert out["lost"] == 0 and out["duplicated"] == 0
     assert out["batches"] < 300  # prefetch: several tasks per Dask task
     assert out["ratio"] == pytest.approx(out["tasks_per_second"] / out["reference_tasks_per_second"])
+    assert out["overhead_seconds_per_task"] == pytest.approx(1 / out["tasks_per_second"]
+                                                             - 1 / out["reference_tasks_per_second"])
 
 
 def test_run_refuses_a_journal_of_another_task_file(tmp_path):

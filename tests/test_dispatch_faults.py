@@ -485,7 +485,8 @@ def test_run_exits_nonzero_with_the_count_when_workers_vanish_then_resumes(tmp_p
     (["--seed", "-1"], "--seed"), (["--tasks", "5e7"], "--tasks"), (["--tasks", "abc"], "--tasks"),
     (["--tasks", "0"], "--tasks"), (["--workers", "0"], "--workers"), (["--workers", "1e9"], "--workers"),
     (["--rate", "inf"], "--rate"), (["--kill", "-2"], "--kill"), (["--prefetch", "-1"], "--prefetch"),
-    (["--policy", "sjf"], "policy"),
+    (["--policy", "sjf"], "policy"), (["--resolve-every", "0"], "--resolve-every"),
+    (["--resolve-every", "soon"], "--resolve-every"),
 ])
 def test_demo_bad_arguments_one_line_exit_2(args, where):
     from typer.testing import CliRunner

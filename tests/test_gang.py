@@ -146,3 +146,77 @@ def test_param_validation():
         GangParams(forward=(0, 8), reverse=(0, 9))
     with pytest.raises(ModelError, match="gang_size"):
         GangParams(gang_size=40)
+
+
+# ------------------------------------------------------------------ seed 003 readings (issue 26.3)
+def test_ls_race_changes_ls_only():
+    """ls_rule="race" drops the round-robin places of LS (GS1 and GS2 race); LC-1 and LC-2 do not use them,
+    so their answers are bit-identical."""
+    rr, race = small("LS", arrival_rate=2.0), small("LS", arrival_rate=2.0, ls_rule="race")
+    assert {"RR1", "RR2"} <= set(gang_net(rr).place_names) and "RR1" not in gang_net(race).place_names
+    a, b = (gang_measures(solve(gang_net(p)), p) for p in (rr, race))
+    assert a["SRT"] != pytest.approx(b["SRT"], rel=1e-6)
+    for pol in ("LC1", "LC2"):
+        p, q = small(pol, arrival_rate=2.0), small(pol, arrival_rate=2.0, ls_rule="race")
+        assert gang_measures(solve(gang_net(p)), p)["SRT"] == gang_measures(solve(gang_net(q)), q)["SRT"]
+
+
+def test_arrival_as_table4_writes_it():
+    """arrival="mu*pcont": T fires at arrival_mu * #PCONT whatever lambda is (same numbers at two lambdas),
+    which is the lambda*pcont reading with lambda = arrival_mu."""
+    p1 = small("LC1", arrival_rate=1.0, arrival="mu*pcont", arrival_mu=0.8)
+    p2 = small("LC1", arrival_rate=3.0, arrival="mu*pcont", arrival_mu=0.8)
+    q = small("LC1", arrival_rate=0.8, arrival="lambda*pcont")
+    a, b, c = (gang_measures(solve(gang_net(p), method="direct"), p) for p in (p1, p2, q))
+    for k in ("ST", "SRT", "UoS"):
+        assert a[k] == b[k] == pytest.approx(c[k], rel=1e-12)
+    assert small("LC1", arrival_scales_with_pcont=True).arrival == "lambda*pcont"
+    with pytest.raises(ModelError, match="arrival must be one of"):
+        small("LC1", arrival="mu")
+    with pytest.raises(ModelError, match="contradicts"):
+        small("LC1", arrival="mu*pcont", arrival_scales_with_pcont=True)
+
+
+def test_rates_scaled_on_one_graph_equal_a_fresh_build():
+    """The search reuses one reachability graph per policy and rescales mu, the task rate, the local rate
+    and lambda: the same numbers as building the net at those rates."""
+    from hetsched.srn.readings import sweep
+
+    base = small("LC2", arrival_rate=1.0)
+    r = dict(mu=2.0, task_rate=0.5, local_rate=1.5)
+    row = sweep(base, [2.5], [r], policies=("LC2",))[0]
+    p = base.with_(arrival_rate=2.5, mu=(2.0, 2.0), task_rate=0.5, local_rate=(1.5, 1.5))
+    m = gang_measures(solve(gang_net(p)), p)
+    for k in ("ST", "SRT", "UoS", "GoS"):
+        assert row[k] == pytest.approx(m[k], rel=1e-9)
+
+
+def test_claims_search_on_a_small_model():
+    """C1-C3 from a search row equal the claims recomputed from a plain sweep; C1 is evaluated only where
+    C2 and C3 hold."""
+    from hetsched.srn.readings import claims, search, sweep
+
+    base = small("LS")
+    grid = {"mu": (1.0,), "task_rate": (1.0, 2.0), "local_rate": (1.0,)}
+    out = search([dict(ls_rule="race")], grid, low=(1.0, 2.0), high=3.0, base=base)
+    assert len(out) == 2
+    for row in out:
+        r = {k: row[k] for k in grid}
+        c = claims(sweep(base.with_(ls_rule="race"), (1.0, 2.0, 3.0), [r]), (1.0, 2.0), 3.0)
+        assert (row["C2"], row["C3"]) == (c["C2"], c["C3"])
+        assert row["C1"] == (c["C1"] if c["C2"] and c["C3"] else None)
+
+
+def test_solve_gang_is_a_result_with_dict_access():
+    res = hs_solve_gang(policy="LC1", arrival_rate=1.2, capacity=12, forward=(0, 3, 6), reverse=(0, 2, 4),
+                        servers=(6, 6), gang_size=3, local_capacity=(1, 1))
+    assert res.success and res["states"] == res.states and res["ST"] == res.measures["ST"]
+    d = res.as_dict()
+    assert {"states", "ST", "SRT", "UoS", "GoS", "status", "message", "seconds"} <= set(d)
+    assert set(res.to_frame()["measure"]) >= {"ST", "SRT", "UoS", "GoS"}
+
+
+def hs_solve_gang(**kw):
+    import hetsched as hs
+
+    return hs.solve_gang(**kw)

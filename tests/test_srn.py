@@ -128,7 +128,47 @@ def test_unbounded_net_hits_state_limit():
     net.place("P", 0)
     net.timed("grow", 1.0, outputs={"P": 1})
     with pytest.raises(ModelError, match=r"max_states=500 .*'P'.*unbounded"):
-        explore(net, max_states=500)
+        explore(net, max_states=500, detect_unbounded=False)
+
+
+def test_unboundedness_is_proved_early_and_names_the_place():
+    """A cycle that returns with one more token in Q (and A back to 1): proved unbounded at 64 markings."""
+    net = Net("leak")
+    net.places(A=1, B=0, Q=0)
+    net.timed("go", 2.0, inputs={"A": 1}, outputs={"B": 1})
+    net.immediate("back", inputs={"B": 1}, outputs={"A": 1, "Q": 1})
+    net.timed("other", lambda m: 1.0 + m["A"], inputs={"A": 1}, outputs={"A": 1})  # reads A, not Q
+    with pytest.raises(ModelError, match=r"net 'leak' is unbounded: place 'Q' grows .*(go, back|back, go) adds.*'Q' \+1.*"
+                                         r"found after \d+ markings"):
+        explore(net, max_states=10**6)
+
+
+@pytest.mark.parametrize("limit", [
+    dict(inhibitors={"P": 700}),                        # an inhibitor arc stops the growth
+    dict(guard=lambda m: m["P"] < 700),                 # so does a guard
+    dict(rate=lambda m: np.where(m["P"] < 700, 1.0, 0.0)),   # and a rate that drops to zero
+])
+def test_no_false_unboundedness_proof(limit):
+    """Covering markings abound in these bounded nets, but what reads P can stop the growth: no proof,
+    the exploration runs to the end (701 markings)."""
+    net = Net("bounded")
+    net.place("P", 0)
+    net.timed("grow", limit.pop("rate", 1.0), outputs={"P": 1}, **limit)
+    net.timed("drain", 1.0, inputs={"P": 1})
+    assert explore(net).n_states == 701
+
+
+def test_capacity_and_token_bound():
+    net = Net("cap")
+    net.place("P", 0, capacity=5)
+    net.timed("grow", 1.0, outputs={"P": 2})
+    net.timed("drain", 1.0, inputs={"P": 1})
+    sp = explore(net)
+    assert sp.markings.max() == 5 and sp.n_states == 6   # grow (+2) is disabled at P = 4 and 5
+    with pytest.raises(ModelError, match=r"max_tokens: place 'P' reaches 4 tokens, more than its bound 3"):
+        explore(net, max_tokens=3)
+    with pytest.raises(ModelError, match="capacity must be"):
+        Net("x").place("P", 3, capacity=2)
 
 
 def test_vanishing_loop_is_reported():
@@ -146,10 +186,26 @@ def test_absorbing_state_in_steady_state():
     net.places(A=1, B=0)
     net.timed("die", 1.0, inputs={"A": 1}, outputs={"B": 1})
     c = to_ctmc(explore(net))
-    with pytest.raises(ModelError, match="absorbing"):
-        steady_state(c)
-    # transient analysis still works
+    st = steady_state(c)
+    assert st.success and st.absorbing == 1 and st.pi[c.markings[:, 1].argmax()] == 1.0
+    # transient analysis agrees at a long horizon
     assert transient(c, [50.0])[0][c.markings[:, 1].argmax()] == pytest.approx(1.0)
+
+
+def test_long_run_distribution_with_several_closed_classes():
+    """From A the chain ends in absorbing B (rate 2) or in the class {C, D} (rate 1), where it spends
+    3/4 of the time in C: long run 2/3, 1/3 * 3/4, 1/3 * 1/4 (closed form)."""
+    net = Net("two")
+    net.places(A=1, B=0, C=0, D=0)
+    net.timed("toB", 2.0, inputs={"A": 1}, outputs={"B": 1})
+    net.timed("toC", 1.0, inputs={"A": 1}, outputs={"C": 1})
+    net.timed("cd", 1.0, inputs={"C": 1}, outputs={"D": 1})
+    net.timed("dc", 3.0, inputs={"D": 1}, outputs={"C": 1})
+    r = solve(net)
+    assert r.success and r.steady.closed_classes == 2 and "2 closed classes" in r.message
+    for p, v in (("A", 0.0), ("B", 2 / 3), ("C", 0.25), ("D", 1 / 12)):
+        assert r.tokens[p] == pytest.approx(v, abs=1e-15)
+    assert r.throughputs["cd"] == pytest.approx(r.throughputs["dc"]) == pytest.approx(1 / 12 * 3)
 
 
 def test_guard_that_raises_names_the_transition():
@@ -168,7 +224,9 @@ def test_guard_that_raises_names_the_transition():
     (lambda n: n.place("P", -1), "initial marking"),
     (lambda n: n.timed("t", -1.0), "rate must be"),
     (lambda n: n.timed("t", 1.0, inputs={"X": 1}), "unknown place 'X'"),
-    (lambda n: n.immediate("t", priority=0), "priority"),
+    (lambda n: n.immediate("t", priority=-1), "priority"),
+    (lambda n: n.timed("t", 1.0, servers=0), "servers"),
+    (lambda n: n.place("", 0), "name"),
     (lambda n: n.timed("t", 1.0, inputs={"Q": 0}), "multiplicity"),
 ])
 def test_validation_messages(bad, match):

@@ -20,6 +20,8 @@ BAD = [
     (["--local-capacity", "-1"], "--local-capacity"), (["--policy", "RR"], "--policy"),
     (["--migration-guard", "x"], "--migration-guard"), (["--lc2-rule", "y"], "--lc2-rule"),
     (["--servers", "200", "--capacity", "5000"], "markings"), (["--arrival-rate", "1e300"], "--arrival-rate"),
+    (["--ls-rule", "alternate"], "--ls-rule"), (["--arrival", "mu"], "--arrival"), (["--arrival-mu", "0"], "--arrival-mu"),
+    (["--arrival", "mu*pcont", "--arrival-scales-with-pcont"], "--arrival-scales-with-pcont"),
     (["--task-rate", "1e-200"], "--task-rate"), (["--mu", "1e7"], "--mu"),
 ]
 
@@ -66,3 +68,34 @@ def test_gang_options_reach_the_model():
         out = json.loads(CliRunner().invoke(app, [*base, *extra]).stdout)
         assert out["params"][field] != ref["params"][field]
         assert out["SRT"] != pytest.approx(ref["SRT"], rel=1e-9), extra
+    out = json.loads(CliRunner().invoke(app, [*base, "--arrival", "mu*pcont", "--arrival-mu", "0.5"]).stdout)
+    assert out["params"]["arrival"] == "mu*pcont" and out["params"]["arrival_mu"] == 0.5
+    assert out["SRT"] != pytest.approx(ref["SRT"], rel=1e-9)
+    ls = [a if a != "LC2" else "LS" for a in base]
+    a = json.loads(CliRunner().invoke(app, ls).stdout)
+    b = json.loads(CliRunner().invoke(app, [*ls, "--ls-rule", "race"]).stdout)
+    assert b["params"]["ls_rule"] == "race" and b["states"] < a["states"] and b["SRT"] != pytest.approx(a["SRT"])
+
+
+@pytest.mark.parametrize("args,name", [
+    (["--method", "lu"], "--method"), (["--param", "n"], "--param"), (["--param", "n=x"], "--param n"),
+    (["--max-states", "0"], "--max-states"), (["--max-tokens", "-1"], "--max-tokens"), (["--page", "nope"], "--page nope"),
+])
+def test_solve_bad_options(tmp_path, args, name):
+    from pathlib import Path
+
+    f = Path(__file__).parent / "data" / "nets" / "greatspn" / "ReaderWriter.PNPRO"
+    r = CliRunner().invoke(app, ["srn", "solve", str(f), *args])
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and name in lines[0], r.stderr
+
+
+def test_solve_missing_and_non_xml_files(tmp_path):
+    r = CliRunner().invoke(app, ["srn", "solve", str(tmp_path / "none.pnml")])
+    assert r.exit_code == 2 and "no such file" in r.stderr
+    (tmp_path / "a.pnml").write_text("not xml")
+    r = CliRunner().invoke(app, ["srn", "solve", str(tmp_path / "a.pnml")])
+    assert r.exit_code == 2 and "not well-formed XML" in r.stderr
+    r = CliRunner().invoke(app, ["srn", "solve", str(tmp_path)])
+    assert r.exit_code == 2 and "is a folder, not a file" in r.stderr

@@ -301,7 +301,13 @@ def test_workload_errors_and_dropped():
     sysm = _system([[1.0], [1.0]])
     df = _frame([0.0, 1.0, 2.0, 3.0, -1.0], [5.0, 0.0, -1.0, 7.0, 3.0])
     w = workload(df, sysm)
-    assert len(w) == 2 and w.dropped == 3
+    # every job replayed or dropped with its reason (each job once, the first reason that applies)
+    assert len(w) == 2 and w.dropped == {"submit_time_unknown": 1, "run_time_unknown": 1, "run_time_zero": 1}
+    assert w.dropped_total == 3 and w.jobs_in_log == 5 == len(w) + w.dropped_total
+    assert {k: v.tolist() for k, v in w.dropped_ids.items()} == {"submit_time_unknown": [5],
+                                                                 "run_time_unknown": [3], "run_time_zero": [2]}
+    assert sorted(w.job_id.tolist() + [j for v in w.dropped_ids.values() for j in v]) == [1, 2, 3, 4, 5]
+    assert w.dropped_text() == "3 dropped: submit time unknown (1), run time unknown (1), run time 0 (1)"
     with pytest.raises(ModelError, match="load"):
         workload(df, sysm, load=0.0)
     with pytest.raises(ModelError, match="load"):
@@ -321,7 +327,7 @@ def test_logs_on_2c1_reach_the_load():
     own = workload(df, sysm)
     w = workload(df, sysm, load=0.8)
     assert w.load == pytest.approx(0.8, rel=1e-9) and w.stable
-    assert len(w) == len(df) - w.dropped
+    assert len(w) == len(df) - w.dropped_total and w.jobs_in_log == len(df)
     # own axis: the load differs, the time axis is proportional
     np.testing.assert_allclose(w.arrival * (0.8 / own.load), own.arrival, rtol=1e-9)
 
@@ -549,3 +555,133 @@ def test_windows_partition_the_trace():
                                np.delete(np.diff(w.arrival), [250, 501, 752]), rtol=1e-12, atol=1e-12 * w.arrival[-1])
     with pytest.raises(ModelError, match="windows"):
         w.windows(0)
+
+
+# ----------------------------------------------------------------------------- safe logs (issue 23)
+def _bomb(path: Path, member: bytes, copies: int, *, declared: int | None = None) -> int:
+    """A gzip file of ``copies`` repetitions of ``member`` in one deflate stream, built without compressing
+    it all: one full-flushed deflate block repeated (the CRC is not computed: readers must refuse the file
+    long before its end). Returns the decompressed size; the trailer declares ``declared`` (default: it)."""
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = c.compress(member) + c.flush(zlib.Z_FULL_FLUSH)
+    again = c.compress(member) + c.flush(zlib.Z_FULL_FLUSH)
+    assert again == block  # a full flush resets the dictionary: the block is the same every time
+    size = len(member) * copies
+    with open(path, "wb") as f:
+        f.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")
+        for _ in range(copies):
+            f.write(block)
+        f.write(c.flush(zlib.Z_FINISH))
+        f.write((0).to_bytes(4, "little") + ((size if declared is None else declared) % 2**32).to_bytes(4, "little"))
+    return size
+
+
+def test_19_or_17_fields_on_every_line_is_an_error_not_a_shift(tmp_path):
+    """The first job line decides nothing: 19 fields on every line (pandas would take the first as an
+    index and shift every column) or 17 is an error naming line and count, or skipped with a count."""
+    rows = [_line(k + 1, 10 * k, 5 + k).rstrip("\n") for k in range(5)]
+    for extra, n in ((" 7", 19), ("", 17)):
+        p = tmp_path / f"f{n}.swf"
+        body = [r + extra if n == 19 else r.rsplit(" ", 1)[0] for r in rows]
+        p.write_text("; Version: 2.2\n" + "\n".join(body) + "\n")
+        with pytest.raises(ModelError, match=rf"{p}:2: expected 18 fields, got {n}"):
+            read_swf(p)
+        with pytest.raises(ModelError, match=rf"{p}:2: expected 18 fields, got {n}"):
+            list(read_swf(p, chunksize=2))
+        df = read_swf(p, on_error="skip")
+        assert len(df) == 0 and df.attrs["skipped"] == 5 and df.attrs["skipped_lines"] == [2, 3, 4, 5, 6]
+    p = tmp_path / "first19.swf"  # only the first job line has 19 fields
+    p.write_text("; Version: 2.2\n" + rows[0] + " 7\n" + "\n".join(rows[1:]) + "\n")
+    with pytest.raises(ModelError, match=rf"{p}:2: expected 18 fields, got 19"):
+        read_swf(p)
+    df = read_swf(p, on_error="skip")
+    assert df["job_id"].tolist() == [2, 3, 4, 5] and df["run_time"].tolist() == [6.0, 7.0, 8.0, 9.0]
+
+
+def test_header_number_beyond_float_range_stays_text(tmp_path):
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    p = tmp_path / "big.swf"
+    p.write_text("; MaxJobs: 1e400\n; MaxProcs: 128.0\n; MaxNodes: 1.5\n" + _line(1, 0, 10))
+    h = read_swf(p).attrs["header"]
+    assert h["MaxJobs"] == "1e400" and h["MaxProcs"] == 128 and h["MaxNodes"] == "1.5"
+    r = CliRunner().invoke(app, ["trace", "info", str(p)])
+    assert r.exit_code == 0 and "MaxJobs: 1e400" in r.output, r.output
+
+
+def test_gzip_bomb_is_refused(tmp_path, monkeypatch):
+    """A small gzip expanding past the limit is refused: at once when its trailer says so, else when the
+    count of decompressed bytes passes the limit (whole or streamed); zeros are refused as binary after
+    the first 64 KiB; the limit is stated and can be raised or lifted."""
+    line = _line(1, 0, 10).encode()
+    member = line * ((1 << 20) // len(line))  # ~1 MiB of valid job lines
+    one = tmp_path / "one.swf.gz"
+    size = _bomb(one, member, 1200)  # ~1.2 GB declared in the trailer, ~1.2 MB on disk
+    assert size > (1 << 30) and one.stat().st_size < 4 << 20  # a ratio over 300
+    with pytest.raises(ModelError, match=r"exceeds the limit of 1,073,741,824 bytes .*HETSCHED_SWF_MAX_BYTES"):
+        read_swf(one)
+    lying = tmp_path / "lying.swf.gz"  # the trailer claims 1 KB: only the running count can stop it
+    _bomb(lying, member, 64, declared=1000)
+    with pytest.raises(ModelError, match="exceeds the limit of 8,000,000 bytes"):
+        read_swf(lying, max_bytes=8_000_000)
+    with pytest.raises(ModelError, match="exceeds the limit of 8,000,000 bytes"):
+        for _ in read_swf(lying, chunksize=10_000, max_bytes=8_000_000):
+            pass
+    monkeypatch.setenv("HETSCHED_SWF_MAX_BYTES", "8000000")
+    with pytest.raises(ModelError, match="exceeds the limit of 8,000,000 bytes"):
+        read_swf(lying)
+    monkeypatch.setenv("HETSCHED_SWF_MAX_BYTES", "a lot")
+    with pytest.raises(ModelError, match="HETSCHED_SWF_MAX_BYTES: expected a positive number of bytes"):
+        read_swf(lying)
+    monkeypatch.delenv("HETSCHED_SWF_MAX_BYTES")
+    zeros = tmp_path / "zeros.swf.gz"
+    _bomb(zeros, bytes(1 << 20), 3000, declared=1000)  # 3 GB of zeros in ~3 MB
+    with pytest.raises(ModelError, match="binary data"):
+        read_swf(zeros)
+    small = tmp_path / "small.swf"
+    small.write_bytes(member[:len(line) * 100])
+    assert len(read_swf(small, max_bytes=len(line) * 100)) == 100  # exactly at the limit is fine
+    with pytest.raises(ModelError, match="exceeds the limit of 1,000 bytes"):
+        read_swf(small, max_bytes=1000)
+    assert len(read_swf(small, max_bytes=None)) == 100
+    with pytest.raises(ModelError, match="max_bytes"):
+        read_swf(small, max_bytes=0)
+
+
+def test_a_line_without_end_is_refused_when_streaming(tmp_path):
+    p = tmp_path / "long.swf"
+    p.write_bytes(b"; Version: 2.2\n" + b"1" * (2 << 20))
+    with pytest.raises(ModelError, match="a line longer than 1,048,576 bytes"):
+        list(read_swf(p, chunksize=10))
+
+
+def test_streaming_stops_early_muscle_reads_only_what_it_needs(tmp_path):
+    """``muscle --swf LOG --jobs 1000`` reads the log in chunks and stops: a malformed line far after the
+    first 1,000 jobs is never reached (reading the whole log stops there), and every job read is used or
+    counted by reason."""
+    from hetsched.muscle import MultiCluster
+    from hetsched.muscle.swf import workload_from_swf
+
+    n = 20_000
+    body = np.full((n, 18), -1.0)
+    body[:, 0], body[:, 1], body[:, 3] = np.arange(1, n + 1), np.arange(n) * 5.0, 100.0
+    body[:, 4] = 2
+    body[::7, 3] = 0  # run time 0: dropped
+    body[3::11, 4] = -1  # size unknown (field 8 unknown too)
+    p = tmp_path / "long.swf"
+    with open(p, "w") as f:
+        f.write("; Version: 2.2\n")
+        np.savetxt(f, body, fmt=["%d", "%.1f", "%d", "%.1f"] + ["%d"] * 14)
+        f.write("20001 1 -1 abc 2 -1 -1 2 -1 -1 1 1 1 -1 1 1 -1 -1\n")
+    sys4 = MultiCluster((20, 16, 12, 10), (1.0, 1.2, 1.4, 1.6))
+    wl = workload_from_swf(p, sys4, max_jobs=1000, seed=1)
+    assert len(wl) == 1000
+    m = wl.meta
+    assert len(wl) + sum(m["dropped"].values()) == m["jobs_read"] and m["skipped"] == sum(m["dropped"].values())
+    assert set(m["dropped"]) == {"run_time_zero", "size_unknown"} and m["jobs_read"] < 1300
+    with pytest.raises(ModelError, match=r"long.swf:20002: field 4 'run_time': not a number"):
+        workload_from_swf(p, sys4, seed=1)

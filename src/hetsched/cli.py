@@ -87,7 +87,7 @@ def lp_cmd(
     system = load(scenario, arrivals=arrivals, case=case)
     res = allocation_lp(system, solution=solution, grouped=not ungrouped).raise_for_status()
     if json_out:
-        emit_json(res.as_dict())
+        typer.echo(res.to_json())  # large lists on one line each, by the C encoder
     else:
         from .report.tables import print_lp
 

@@ -14,137 +14,58 @@ A :class:`System` is inert, validated, frozen data (thesis §1.2, §1.4.1, §1.5
   three-state CPU-availability Markov chain (Table 3.13, §3.4.5);
 * the execution-time distribution family (``exp``, ``det``, ``hyperexp``).
 
+Classes and machines have names (``class_names``, ``machine_names``: the
+user's, from a scenario file or :meth:`System.from_arrays`, or ``c1 ..`` and
+``m1 ..``); every output numbers them from 1 and shows the names. The arrays
+(``mu``, ``a``, ``alpha_array``, ...) are computed once per system.
+
 Nothing here holds engine state or random generators. Validation errors name
-the field and the bad value (:class:`~hetsched.errors.ModelError`).
+the field and the bad value (:class:`~hetsched.errors.ModelError`); the checks
+and limits of single fields are in :mod:`hetsched.fields`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .errors import ModelError
-from .validation import show as _show  # the one short repr of a bad value in messages
+from .fields import (  # noqa: F401 (the limits stay importable from here)
+    MAX_CELLS,
+    MAX_CLASSES,
+    MAX_GROUPS,
+    MAX_MACHINES,
+    MAX_NAME,
+    MAX_RATE,
+    MAX_STREAM_CELLS,
+    MAX_TIME,
+    MIN_RATE,
+    MIN_TIME,
+    SCV_MAX,
+    WEIBULL_SHAPE,
+    duplicate,
+    size_problem,
+)
+from .fields import Where as W
+from .fields import in_range as _in
+from .fields import integer as _int
+from .fields import matrix as _matrix
+from .fields import name as _name
+from .fields import number as _num
+from .fields import rate as _rate
+from .fields import rates as _rates
+from .fields import show as _show
+from .fields import vector as _vec
 
-__all__ = ["MachineGroup", "Failures", "CpuChain", "System", "EXEC_DISTS"]
+__all__ = ["MachineGroup", "Failures", "CpuChain", "System", "EXEC_DISTS", "groups_from_matrix",
+           "default_class_names"]
 
 EXEC_DISTS = ("exp", "det", "hyperexp")
 UP_DISTS = ("exp", "hyperexp", "weibull")
 DOWN_DISTS = ("exp", "hyperexp", "const")
-
-# Limits of a system (docs/input-validation.md). They keep every derived
-# quantity finite (rates x horizons, 1/rates, N x M matrices) and every matrix
-# in memory; the scenario schema (``scenarios/schema.py``) uses the same values.
-MAX_CLASSES = 1_000
-MAX_MACHINES = 1_000_000
-MAX_GROUPS = 200_000  # declared groups (one per machine for System.from_arrays)
-MAX_CELLS = 20_000_000  # N x M: one float64 rate matrix <= 160 MB
-MAX_STREAM_CELLS = 2_000_000  # N x M per-machine arrival rates (alpha_matrix), kept as Python tuples
-MAX_RATE = 1e9  # arrival, execution and failure rates (per time unit)
-MIN_RATE = 1e-12  # smallest positive rate (0 = "cannot run" where allowed)
-MAX_TIME = 1e15  # means and scales of times (fault durations, Weibull scale, steps)
-MIN_TIME = 1e-9
-MAX_NAME = 200  # ids and names (characters)
-WEIBULL_SHAPE = (0.1, 100.0)
-SCV_MAX = 1e4
-
-
-class _Where:
-    """A field's full path for messages: ``str(W("mu")[0][1])`` is ``field 'mu[0][1]'``."""
-
-    __slots__ = ("prefix", "path")
-
-    def __init__(self, path: str, prefix: str = "") -> None:
-        self.prefix, self.path = prefix, path
-
-    def __getitem__(self, k: Any) -> "_Where":
-        return _Where(f"{self.path}[{k}]", self.prefix)
-
-    def __str__(self) -> str:
-        return f"{self.prefix}field '{self.path}'"
-
-
-W = _Where
-
-
-def _num(where: Any, x: Any) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise ModelError(f"{where}: expected a number, got {_show(x)}")
-    try:
-        v = float(x)
-    except OverflowError:
-        raise ModelError(f"{where}: number too large, got {_show(x)}") from None
-    if not np.isfinite(v):
-        raise ModelError(f"{where}: expected a finite number, got {_show(x)}")
-    return v
-
-
-def _in(where: Any, v: float, lo: float, hi: float, what: str = "", lo_open: bool = False) -> float:
-    """Range check: ``lo <= v <= hi`` (``lo < v`` with ``lo_open``)."""
-    if (v <= lo if lo_open else v < lo) or v > hi:
-        lo_s = f"> {lo:g}" if lo_open else f">= {lo:g}"
-        raise ModelError(f"{where}: {what + ' ' if what else ''}must be {lo_s} and <= {hi:g}, got {_show(v)}")
-    return v
-
-
-def _rate(where: Any, x: Any, *, zero_ok: bool, what: str = "rate") -> float:
-    """A rate: ``MIN_RATE <= v <= MAX_RATE`` (or exactly 0 where ``zero_ok``)."""
-    v = _num(where, x)
-    if zero_ok and v == 0:
-        return 0.0
-    if v <= 0:
-        raise ModelError(f"{where}: {what} must be {'>= 0' if zero_ok else '> 0'}, got {_show(x)}")
-    return _in(where, v, MIN_RATE, MAX_RATE, what)
-
-
-def _int(where: Any, x: Any, lo: int, hi: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise ModelError(f"{where}: expected an integer, got {_show(x)}")
-    if not lo <= x <= hi:
-        raise ModelError(f"{where}: must lie in [{lo}, {hi:,}], got {_show(int(x))}")
-    return int(x)
-
-
-def _name(where: Any, x: Any, empty_ok: bool = False) -> str:
-    if not isinstance(x, str):
-        raise ModelError(f"{where}: expected a string, got {_show(x)}")
-    if not x and not empty_ok:
-        raise ModelError(f"{where}: expected a non-empty string, got ''")
-    if len(x) > MAX_NAME:
-        raise ModelError(f"{where}: at most {MAX_NAME} characters, got {len(x):,}")
-    return x
-
-
-def _vec(where: Any, xs: Any, n: int | None = None) -> tuple[float, ...]:
-    if isinstance(xs, np.ndarray) and xs.ndim == 1 and xs.dtype.kind in "iuf":
-        # fast path for arrays (System.from_arrays with many machines)
-        v = xs.astype(float)
-        bad = np.flatnonzero(~np.isfinite(v))
-        if bad.size:
-            raise ModelError(f"{where[int(bad[0])]}: expected a finite number, got {_show(xs[bad[0]])}")
-        out = tuple(v.tolist())
-    else:
-        if isinstance(xs, (str, bytes)) or not isinstance(xs, (Sequence, np.ndarray)):
-            raise ModelError(f"{where}: expected a list of numbers, got {_show(xs)}")
-        out = tuple(_num(where[k], x) for k, x in enumerate(xs))
-    if n is not None and len(out) != n:
-        raise ModelError(f"{where}: expected {n} values (one per class), got {len(out)}: {_show(list(xs))}")
-    return out
-
-
-def _rates(where: Any, xs: Any, *, zero_ok: bool, what: str = "rate") -> tuple[float, ...]:
-    """A vector of rates, each 0 (if allowed) or in ``[MIN_RATE, MAX_RATE]``."""
-    v = _vec(where, xs)
-    arr = np.asarray(v, dtype=float)
-    ok = (arr >= MIN_RATE) & (arr <= MAX_RATE)
-    if zero_ok:
-        ok |= arr == 0
-    bad = np.flatnonzero(~ok)
-    if bad.size:
-        _rate(where[int(bad[0])], v[bad[0]], zero_ok=zero_ok, what=what)
-    return v
 
 
 @dataclass(frozen=True)
@@ -178,6 +99,13 @@ class MachineGroup:
             object.__setattr__(self, "weibull_shape", _in(w, _num(w, self.weibull_shape), *WEIBULL_SHAPE))
             w = W("weibull_scale", pre)
             object.__setattr__(self, "weibull_scale", _in(w, _num(w, self.weibull_scale), MIN_TIME, MAX_TIME))
+
+    @classmethod
+    def _checked(cls, name: str, count: int, mu: tuple[float, ...]) -> "MachineGroup":
+        """A group of values already checked (a validated rate matrix's column)."""
+        g = object.__new__(cls)
+        g.__dict__.update(name=name, count=count, mu=mu, cpu_chain=None, weibull_shape=None, weibull_scale=None)
+        return g
 
 
 @dataclass(frozen=True)
@@ -296,9 +224,22 @@ class Failures:
         return 1.0 / self.rate if self.rate > 0 else float("nan")
 
 
-@dataclass(frozen=True)
+def default_class_names(n: int) -> tuple[str, ...]:
+    """The names of ``n`` unnamed classes: ``c1 .. cn`` (as unnamed machines are ``m1 .. mM``)."""
+    return tuple(f"c{i + 1}" for i in range(n))
+
+
+@dataclass(frozen=True, repr=False)
 class System:
-    """A heterogeneous computing system (see module docstring)."""
+    """A heterogeneous computing system (see module docstring).
+
+    ``class_names`` and ``machine_names`` are always defined: the user's names
+    (``class_names=``, group names, ``machine_names=`` of :meth:`from_arrays`)
+    or the defaults ``c1 ..`` and ``m1 ..``. The array views (``mu``, ``a``,
+    ``alpha_array``, ...) are computed once and shared: treat them as
+    read-only (copy before changing one). They stay writable so that compiled
+    kernels see the same array type as for any other float array.
+    """
 
     id: str
     alpha: tuple[float, ...]
@@ -309,7 +250,7 @@ class System:
     failures: Failures | None = None
     exec_dist: str = "exp"
     alpha_matrix: tuple[tuple[float, ...], ...] | None = None  # N x M, per-machine streams
-    class_names: tuple[str, ...] | None = None
+    class_names: tuple[str, ...] | None = None  # None = the defaults c1, c2, ...
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -322,8 +263,6 @@ class System:
         N = len(self.alpha)
         if N == 0:
             raise ModelError("field 'alpha': at least one task class is needed, got []")
-        if N > MAX_CLASSES:
-            raise ModelError(f"field 'alpha': at most {MAX_CLASSES:,} task classes, got {N:,}")
         if isinstance(self.groups, (str, bytes)) or not isinstance(self.groups, Iterable):
             raise ModelError(f"field 'groups': expected a list of MachineGroup, got {_show(self.groups)}")
         groups = tuple(self.groups)
@@ -332,17 +271,11 @@ class System:
         for k, g in enumerate(groups):
             if not isinstance(g, MachineGroup):
                 raise ModelError(f"field 'groups[{k}]': expected a MachineGroup, got {_show(g)}")
-        if len(groups) > MAX_GROUPS:
-            raise ModelError(f"field 'groups': at most {MAX_GROUPS:,} groups, got {len(groups):,}")
         object.__setattr__(self, "groups", groups)
-        M_total = sum(g.count for g in groups)
-        if M_total > MAX_MACHINES:
-            raise ModelError(f"field 'groups': at most {MAX_MACHINES:,} machines in all, got {M_total:,}")
-        if N * M_total > MAX_CELLS:
-            raise ModelError(
-                f"field 'groups': N x M = {N:,} x {M_total:,} = {N * M_total:,} rates exceed the limit of "
-                f"{MAX_CELLS:,} (a {N * M_total * 8 / 1e6:,.0f} MB matrix)"
-            )
+        M = sum(g.count for g in groups)
+        problem = size_problem(N, M, len(groups))
+        if problem:
+            raise ModelError(f"field '{'alpha' if N > MAX_CLASSES else 'groups'}': {problem}")
         if self.failures is not None and not isinstance(self.failures, Failures):
             raise ModelError(f"field 'failures': expected a Failures, got {_show(self.failures)}")
         if self.failures is not None and self.failures.up_dist == "weibull":
@@ -359,13 +292,9 @@ class System:
                 raise ModelError(
                     f"group {g.name!r} field 'mu': expected {N} rates (one per class), got {len(g.mu)}: {_show(list(g.mu))}"
                 )
-        names = [g.name for g in groups]
-        if len(set(names)) != len(names):
-            from collections import Counter
-
-            dup = sorted(n for n, c in Counter(names).items() if c > 1)
-            raise ModelError(f"field 'groups': group names must be unique, got duplicates {_show(dup)}")
-        M = sum(g.count for g in groups)
+        dup = duplicate([g.name for g in groups])
+        if dup:
+            raise ModelError(f"field 'groups': group names must be unique, got {dup[1]!r} twice")
         if self.availability is not None:
             av = _vec(W("availability"), self.availability)
             if len(av) != M:
@@ -382,29 +311,38 @@ class System:
             i = int(np.flatnonzero(~runnable)[0])
             raise ModelError(f"field 'mu': class {i + 1} cannot run on any machine (all rates are 0)")
         if self.alpha_matrix is not None:
-            am = self.alpha_matrix
-            if N * M > MAX_STREAM_CELLS:
-                raise ModelError(f"field 'alpha_matrix': N x M = {N * M:,} per-machine rates exceed the limit of "
-                                 f"{MAX_STREAM_CELLS:,}")
-            if isinstance(am, (str, bytes)) or not isinstance(am, (Sequence, np.ndarray)) or len(am) != N:
-                raise ModelError(f"field 'alpha_matrix': expected {N} rows (one per class), got {_show(am)}")
-            rows = tuple(_rates(W("alpha_matrix")[i], r, zero_ok=True) for i, r in enumerate(am))
-            for i, r in enumerate(rows):
-                if len(r) != M:
-                    raise ModelError(f"field 'alpha_matrix[{i}]': expected {M} per-machine rates, got {len(r)}")
-            object.__setattr__(self, "alpha_matrix", rows)
-            A = np.asarray(rows, dtype=float)
-            if not np.allclose(A.sum(axis=1), self.alpha, rtol=1e-9):
-                raise ModelError(
-                    f"field 'alpha_matrix': row sums {_show(A.sum(axis=1).tolist())} differ from 'alpha' {_show(list(self.alpha))}"
-                )
-        if self.class_names is not None:
-            if isinstance(self.class_names, (str, bytes)) or not isinstance(self.class_names, Sequence):
-                raise ModelError(f"field 'class_names': expected a list of {N} names, got {_show(self.class_names)}")
-            if len(self.class_names) != N:
-                raise ModelError(f"field 'class_names': expected {N} names, got {len(self.class_names)}")
-            object.__setattr__(self, "class_names", tuple(
-                _name(W("class_names")[i], c) for i, c in enumerate(self.class_names)))
+            self._check_alpha_matrix(N, M)
+        if self.class_names is None:
+            object.__setattr__(self, "class_names", default_class_names(N))
+        else:
+            cn = self.class_names
+            if isinstance(cn, (str, bytes)) or not isinstance(cn, (Sequence, np.ndarray)):
+                raise ModelError(f"field 'class_names': expected a list of {N} names, got {_show(cn)}")
+            if len(cn) != N:
+                raise ModelError(f"field 'class_names': expected {N} names (one per class), got {len(cn)}")
+            cn = tuple(_name(W("class_names")[i], c) for i, c in enumerate(cn))
+            dup = duplicate(cn)
+            if dup:
+                raise ModelError(f"field 'class_names[{dup[0]}]': class names must be unique, got {dup[1]!r} twice")
+            object.__setattr__(self, "class_names", cn)
+
+    def _check_alpha_matrix(self, N: int, M: int) -> None:
+        am = self.alpha_matrix
+        if N * M > MAX_STREAM_CELLS:
+            raise ModelError(f"field 'alpha_matrix': N x M = {N * M:,} per-machine rates exceed the limit of "
+                             f"{MAX_STREAM_CELLS:,}")
+        if isinstance(am, (str, bytes)) or not isinstance(am, (Sequence, np.ndarray)) or len(am) != N:
+            raise ModelError(f"field 'alpha_matrix': expected {N} rows (one per class), got {_show(am)}")
+        rows = tuple(_rates(W("alpha_matrix")[i], r, zero_ok=True) for i, r in enumerate(am))
+        for i, r in enumerate(rows):
+            if len(r) != M:
+                raise ModelError(f"field 'alpha_matrix[{i}]': expected {M} per-machine rates, got {len(r)}")
+        object.__setattr__(self, "alpha_matrix", rows)
+        A = np.asarray(rows, dtype=float)
+        if not np.allclose(A.sum(axis=1), self.alpha, rtol=1e-9):
+            raise ModelError(
+                f"field 'alpha_matrix': row sums {_show(A.sum(axis=1).tolist())} differ from 'alpha' {_show(list(self.alpha))}"
+            )
 
     @classmethod
     def from_arrays(
@@ -425,10 +363,12 @@ class System:
         """A system of ``M`` single machines from an ``N x M`` rate matrix.
 
         ``alpha[i]`` is the arrival rate of class ``i`` and ``mu[i, j]`` the
-        execution rate of class ``i`` on machine ``j`` (``0`` = cannot run).
-        Validated exactly like ``System(...)`` and scenario files (same limits:
-        :data:`MAX_RATE`, :data:`MAX_MACHINES`, ...); raises
-        :class:`~hetsched.errors.ModelError` naming the field and the value.
+        execution rate of class ``i`` on machine ``j`` (``0`` = cannot run);
+        ``class_names`` and ``machine_names`` name them (default ``c1 ..``,
+        ``m1 ..``). Validated exactly like ``System(...)`` and scenario files
+        (same limits: :data:`MAX_RATE`, :data:`MAX_MACHINES`, ...), the matrix
+        once, vectorised; raises :class:`~hetsched.errors.ModelError` naming
+        the field and the value.
         """
         return cls(
             id=id, alpha=alpha if isinstance(alpha, np.ndarray) else _vec(W("alpha"), alpha),
@@ -437,60 +377,100 @@ class System:
             alpha_matrix=alpha_matrix, class_names=class_names,
         )
 
-    # -- derived views (cheap; arrays are fresh copies, the System stays frozen)
-    @property
+    # -- derived views: computed once, shared (the System is frozen) -------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {f.name: self.__dict__[f.name] for f in fields(self)}  # the fields, not the cached views
+
+    @cached_property
     def N(self) -> int:
         return len(self.alpha)
 
-    @property
+    @cached_property
     def M(self) -> int:
         return sum(g.count for g in self.groups)
 
-    @property
+    @cached_property
     def alpha_array(self) -> np.ndarray:
         return np.asarray(self.alpha, dtype=float)
 
-    @property
+    @cached_property
     def group_of(self) -> np.ndarray:
         """Group index of every machine (machines ordered group by group)."""
         return np.repeat(np.arange(len(self.groups)), [g.count for g in self.groups])
 
-    @property
+    @cached_property
     def mu_groups(self) -> np.ndarray:
         """``N x G`` nominal rates, one column per group."""
-        return np.asarray([g.mu for g in self.groups], dtype=float).T
+        return np.asarray([g.mu for g in self.groups], dtype=float).reshape(len(self.groups), -1).T
 
-    @property
+    @cached_property
     def mu(self) -> np.ndarray:
         """``N x M`` nominal execution rates ``mu'[i, j]``."""
         return self.mu_groups[:, self.group_of]
 
-    @property
+    @cached_property
     def a(self) -> np.ndarray:
-        """CPU availability per machine (static ``a_j``; 1 where not given)."""
+        """CPU availability per machine (static ``a_j``; the CPU chain's mean where a group has one; else 1)."""
         if self.availability is not None:
             return np.asarray(self.availability, dtype=float)
-        out = np.ones(self.M)
         chains = [g.cpu_chain for g in self.groups]
         if any(c is not None for c in chains):
             mean_a = np.array([c.mean_availability() if c is not None else 1.0 for c in chains])
-            out = mean_a[self.group_of]
-        return out
+            return mean_a[self.group_of]
+        return np.ones(self.M)
 
-    @property
+    @cached_property
     def mu_effective(self) -> np.ndarray:
         """``N x M`` effective rates ``a_j * mu'[i, j]`` (thesis §3.3)."""
         return self.mu * self.a[None, :]
 
-    @property
+    @cached_property
     def has_groups(self) -> bool:
         return any(g.count > 1 for g in self.groups)
 
-    def machine_labels(self) -> list[str]:
-        out = []
+    @cached_property
+    def machine_names(self) -> tuple[str, ...]:
+        """One name per machine: its group's name, numbered within groups of several
+        (``P1 .. P10``; ``T.1-1`` where the group's name ends in a digit)."""
+        out: list[str] = []
         for g in self.groups:
-            out += [g.name] if g.count == 1 else [f"{g.name}{k + 1}" for k in range(g.count)]
-        return out
+            if g.count == 1:
+                out.append(g.name)
+            else:
+                sep = "-" if g.name[-1].isdigit() else ""
+                out += [f"{g.name}{sep}{k + 1}" for k in range(g.count)]
+        if len(set(out)) < len(out):  # a numbered member met another group's name: number every member
+            out = [n for g in self.groups for n in ([g.name] if g.count == 1 else
+                                                    [f"{g.name}#{k + 1}" for k in range(g.count)])]
+        return tuple(out)
+
+    @property
+    def class_names_given(self) -> bool:
+        """Whether the classes have names of the user's (not the defaults ``c1 ..``)."""
+        return self.class_names != default_class_names(self.N)
+
+    def machine_labels(self) -> list[str]:
+        """Deprecated: use :attr:`machine_names`."""
+        import warnings
+
+        warnings.warn("System.machine_labels() is deprecated; use System.machine_names", DeprecationWarning,
+                      stacklevel=2)
+        return list(self.machine_names)
+
+    @cached_property
+    def _lp_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        # Distinct rate columns among the (few) declared groups, then combine
+        # with the distinct availabilities: 1-D integer keys, cheap to unique.
+        _, col_id = np.unique(self.mu_groups.T, axis=0, return_inverse=True)
+        a_vals, a_id = np.unique(np.round(self.a, 12), return_inverse=True)
+        keys = col_id.ravel()[self.group_of] * len(a_vals) + a_id.ravel()
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        # relabel in order of first appearance (stable, readable group order)
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        labels = rank[inverse.ravel()].astype(np.int64)
+        return labels, np.bincount(labels, minlength=len(order))
 
     def lp_groups(self) -> tuple[np.ndarray, np.ndarray]:
         """Machines that are interchangeable for the allocation LP.
@@ -503,69 +483,59 @@ class System:
         fall in different LP groups; repeated copies of a group (System 3.F)
         fall in one.
         """
-        # Distinct rate columns among the (few) declared groups, then combine
-        # with the distinct availabilities: 1-D integer keys, cheap to unique.
-        _, col_id = np.unique(self.mu_groups.T, axis=0, return_inverse=True)
-        a_vals, a_id = np.unique(np.round(self.a, 12), return_inverse=True)
-        keys = col_id.ravel()[self.group_of] * len(a_vals) + a_id.ravel()
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        # relabel in order of first appearance (stable, readable group order)
-        order = np.argsort(first)
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        labels = rank[inverse.ravel()].astype(np.int64)
-        counts = np.bincount(labels, minlength=len(order))
-        return labels, counts
+        return self._lp_groups
 
     def with_(self, **changes: Any) -> "System":
-        """A copy with some fields replaced (validated again)."""
+        """A copy with some fields replaced (validated again); default class names follow a new N."""
         from dataclasses import replace
 
+        if "class_names" not in changes and not self.class_names_given:
+            changes["class_names"] = None
         return replace(self, **changes)
 
     def summary(self) -> str:
         return f"{self.id}: N={self.N} classes, M={self.M} machines in {len(self.groups)} groups"
 
+    # -- display: a few lines, never the raw dataclass dump -----------------------
+    def _parts(self) -> list[str]:
+        def few(xs, k=6):
+            xs = list(xs)
+            return ", ".join(map(str, xs[:k])) + (f", ... ({len(xs):,} in all)" if len(xs) > k else "")
 
-def _matrix(where: Any, mu: Any) -> np.ndarray:
-    """A finite ``N x M`` float matrix from a list of rows or an array (messages name ``mu[i][j]``)."""
-    if isinstance(mu, np.ndarray) and mu.dtype.kind in "iuf":
-        if mu.ndim != 2:
-            raise ModelError(f"{where}: expected a matrix (classes x machines), got an array of shape {mu.shape}")
-        A = mu.astype(float)
-    else:
-        if isinstance(mu, (str, bytes, Mapping)) or not isinstance(mu, (Sequence, np.ndarray)):
-            raise ModelError(f"{where}: expected a matrix (list of rows, one per class), got {_show(mu)}")
-        rows = list(mu)
-        if rows and len(rows) <= MAX_CLASSES:
-            width = None
-            for i, r in enumerate(rows):
-                if isinstance(r, (str, bytes, Mapping)) or not isinstance(r, (Sequence, np.ndarray)):
-                    raise ModelError(f"{where[i]}: expected a row of rates, got {_show(r)}")
-                if width is None:
-                    width = len(r)
-                elif len(r) != width:
-                    raise ModelError(f"{where[i]}: expected {width} columns like row 0, got {len(r)}")
-                if len(r) > MAX_MACHINES:
-                    raise ModelError(f"{where[i]}: at most {MAX_MACHINES:,} machines, got {len(r):,}")
-            A = np.asarray([_vec(where[i], r) for i, r in enumerate(rows)], dtype=float)
-        else:
-            A = np.zeros((len(rows), 0))
-    N, M = A.shape
-    if N == 0 or M == 0:
-        raise ModelError(f"{where}: empty matrix (need at least one class and one machine)")
-    if N > MAX_CLASSES or M > MAX_MACHINES or N * M > MAX_CELLS:
-        raise ModelError(f"{where}: {N:,} x {M:,} exceeds the limits ({MAX_CLASSES:,} classes, "
-                         f"{MAX_MACHINES:,} machines, {MAX_CELLS:,} rates)")
-    ok = np.isfinite(A) & (A <= MAX_RATE) & ((A == 0) | (A >= MIN_RATE))
-    if not ok.all():
-        i, j = (int(x[0]) for x in np.nonzero(~ok))
-        _rate(where[i][j], A[i, j], zero_ok=True, what="execution rate")
-    return A
+        classes = f"N = {self.N} classes" + (f" ({few(self.class_names)})" if self.class_names_given else "")
+        groups = few((g.name if g.count == 1 else f"{g.name} x{g.count}") for g in self.groups)
+        extra = [f"exec_dist {self.exec_dist}"]
+        if self.failures is not None:
+            extra.append(f"failures {self.failures.up_dist} up (rate {self.failures.rate:g}), "
+                         f"mean down {self.failures.mean_down:g}")
+        if self.availability is not None or any(g.cpu_chain is not None for g in self.groups):
+            extra.append(f"mean availability {float(self.a.mean()):.4g}")
+        return [f"{self.id}" + (f" — {self.title}" if self.title else ""),
+                f"{classes}, alpha = [{few(f'{x:g}' for x in self.alpha)}]",
+                f"M = {self.M:,} machines in {len(self.groups):,} groups: {groups}", "; ".join(extra)]
+
+    def __repr__(self) -> str:
+        head, *rest = self._parts()
+        return f"System({head}\n  " + "\n  ".join(rest) + ")"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        e = html.escape
+        head, *rest = self._parts()
+        G, C = min(len(self.groups), 20), min(self.N, 12)
+        cols = "".join(f"<th>{e(c)}</th>" for c in self.class_names[:C]) + ("<th>...</th>" if self.N > C else "")
+        rows = "".join(
+            f"<tr><td>{e(g.name)}</td><td>{g.count:,}</td>" + "".join(f"<td>{x:g}</td>" for x in g.mu[:C])
+            + ("<td>...</td>" if self.N > C else "") + "</tr>" for g in self.groups[:G])
+        more = f"<div><i>{len(self.groups) - G:,} more groups</i></div>" if len(self.groups) > G else ""
+        return (f"<div><b>System {e(head)}</b><br>{'<br>'.join(e(x) for x in rest)}"
+                f"<table><tr><th>group</th><th>count</th>{cols}</tr>{rows}</table>"
+                f"<div><i>rates mu per class (columns) and group (rows)</i></div>{more}</div>")
 
 
 def groups_from_matrix(mu: Any, names: Sequence[str] | None = None) -> tuple[MachineGroup, ...]:
-    """One group of one machine per column of an ``N x M`` rate matrix."""
+    """One group of one machine per column of an ``N x M`` rate matrix (validated once, vectorised)."""
     A = _matrix(W("mu"), mu)
     M = A.shape[1]
     if M > MAX_GROUPS:
@@ -573,8 +543,12 @@ def groups_from_matrix(mu: Any, names: Sequence[str] | None = None) -> tuple[Mac
                          "(give identical machines as groups)")
     if names is not None and (isinstance(names, (str, bytes)) or not isinstance(names, (Sequence, np.ndarray))):
         raise ModelError(f"field 'machine_names': expected a list of {M} names, got {_show(names)}")
-    names = list(names) if names is not None else [f"m{j + 1}" for j in range(M)]
+    names = [_name(W("machine_names")[j], n) for j, n in enumerate(names)] if names is not None else \
+        [f"m{j + 1}" for j in range(M)]
     if len(names) != M:
-        raise ModelError(f"field 'machine_names': expected {M} names, got {len(names)}")
-    cols = A.T
-    return tuple(MachineGroup(names[j], 1, cols[j]) for j in range(M))
+        raise ModelError(f"field 'machine_names': expected {M} names (one per machine), got {len(names)}")
+    dup = duplicate(names)
+    if dup:
+        raise ModelError(f"field 'machine_names[{dup[0]}]': machine names must be unique, got {dup[1]!r} twice")
+    # every rate of A is checked (_matrix), every name above: the groups are built without checking again
+    return tuple(MachineGroup._checked(n, 1, col) for n, col in zip(names, map(tuple, A.T.tolist())))

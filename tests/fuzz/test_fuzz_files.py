@@ -116,7 +116,7 @@ def test_safe_writer_against_hostile_targets(arena, kind, force, data, name, how
             with safeio.atomic_output(target, force=force) as tmp:
                 tmp.write_bytes(data)
         else:
-            from hetsched.srn.explicit import _put
+            from hetsched.srn.export import _put
 
             _put(target, data, force)
         ok = True

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..results import Result, fmt, jsonable
-from .metrics import METRICS, replication_values
+from .metrics import METRICS, is_trace, replication_values, trace_difference, trace_estimate
 from .stats import Difference, paired_difference, rank_with_ties
 
 __all__ = ["CompareResult", "PolicyOutcome", "PairedDifference", "build_result", "safe_text", "system_names"]
@@ -130,6 +130,9 @@ class CompareResult(Result):
     load: float | None = None
     jobs: int | None = None
     options: dict = field(default_factory=dict)
+    #: a trace: its jobs (replayed or dropped) and the dropped ones by reason (hetsched.traces.workload)
+    jobs_in_log: int | None = None
+    dropped: dict | None = None
     #: events simulated, over every policy and replication
     events: int = 0
 
@@ -175,7 +178,8 @@ class CompareResult(Result):
             "system": self.system, "title": self.title, "model": self.model, "metric": self.metric,
             "metric_description": METRICS[self.metric].description, "metrics": self.metrics,
             "reps": self.reps, "horizon": self.horizon, "seed": self.seed, "confidence": self.confidence,
-            "trace": self.trace, "load": self.load, "jobs": self.jobs, "options": self.options,
+            "trace": self.trace, "load": self.load, "jobs": self.jobs, "jobs_in_log": self.jobs_in_log,
+            "dropped": self.dropped, "options": self.options,
             "class_names": self.class_names, "machine_names": self.machine_names,
             "ranking": [{"rank": self.policy(g[0]).rank, "policies": g} for g in self.ranking],
             "policies": [p.as_dict() for p in self.policies],
@@ -317,7 +321,11 @@ def _outcome(label: str, res, metrics: list[str], confidence: float, class_names
             if not stable:
                 st["mean_untrusted"] = res.mean_untrusted
         else:
-            st = _stat(vals, confidence)
+            if is_trace(res):  # a trace replay: the window estimate, with no interval where it has none
+                est = trace_estimate(res, m, confidence)
+                st = {"mean": est.mean, "ci": [est.low, est.high], "n": est.windows}
+            else:
+                st = _stat(vals, confidence)
             if not stable:
                 st = {"mean": float("nan"), "ci": [float("nan"), float("nan")], "n": st["n"],
                       "mean_untrusted": st["mean"]}
@@ -378,6 +386,9 @@ def _diff(a: PolicyOutcome, b: PolicyOutcome, metric: str, confidence: float) ->
             lo, hi, m = st["ci"][0] - b.mean, st["ci"][1] - b.mean, st["mean"] - b.mean
         return PairedDifference(a.policy, b.policy, metric, Difference(m, lo, hi, st["n"], lo, hi),
                                 "against an exact value")
+    if is_trace(a.sim):  # same log, same jobs: the per-job differences, cut at the same windows
+        d, note = trace_difference(a.sim, b.sim, metric, confidence)
+        return PairedDifference(a.policy, b.policy, metric, d, note)
     va = replication_values(a.sim, metric)
     vb = replication_values(b.sim, metric)
     return PairedDifference(a.policy, b.policy, metric, paired_difference(va, vb, confidence))
@@ -418,6 +429,9 @@ def build_result(*, kind, system, model, order, sims, exact, metrics, confidence
                    + f" ({outs[-1].message.removeprefix('unstable: ')})")
     else:
         status, message = ALL_UNSTABLE, "unstable: every policy is unstable; " + outs[0].message
+    no_ci = [o.policy for o in outs if o.stable and o.sim is not None and o.message.startswith("no CI")]
+    if no_ci:  # a trace whose windows cannot support an interval (hetsched.traces.estimate)
+        message += f"; no CI for {', '.join(no_ci)} (the trace's windows cannot support one; ties where unsure)"
     if kind == "system":
         sid, title = system.id, system.title
     else:
@@ -435,6 +449,7 @@ def build_result(*, kind, system, model, order, sims, exact, metrics, confidence
         confidence=confidence, seconds=float(seconds), class_names=class_names, machine_names=machine_names,
         trace=_trace_label(trace, tw), load=None if tw is None else float(tw.load),
         jobs=None if tw is None else len(tw), options=dict(options),
+        jobs_in_log=None if tw is None else int(tw.jobs_in_log), dropped=None if tw is None else dict(tw.dropped),
         events=int(sum(int(o.sim.events) for o in outs if o.sim is not None)),
     )
 

@@ -22,7 +22,10 @@ def _ci(lo, hi) -> str:
 def setup_line(r: CompareResult) -> str:
     """How the comparison was run, in one line."""
     if r.trace:
-        run = (f"trace {safe_text(r.trace)}: {r.jobs:,} jobs at load {fmt(r.load)}, {r.reps} windows "
+        from ..traces.workload import drop_text
+
+        of = f" of {r.jobs_in_log:,} ({drop_text(r.dropped or {})})" if r.jobs_in_log is not None else ""
+        run = (f"trace {safe_text(r.trace)}: {r.jobs:,} jobs{of} at load {fmt(r.load)}, at most {r.reps} windows "
                f"(the same windows for every policy)")
     else:
         hor = f" x {fmt(r.horizon, 6)} time units" if r.horizon is not None else ""
@@ -49,6 +52,8 @@ def render(r: CompareResult) -> str:
             continue
         tag = " (exact)" if not p.simulated else (f"  exact {fmt(p.exact)}" if p.exact is not None else "")
         rel = "" if not math.isfinite(p.rel_half_width) else f"{100 * p.rel_half_width:.2f}%"
+        if p.simulated and not math.isfinite(p.ci[0]) and p.message.startswith("no CI"):
+            tag += f"  ({safe_text(p.message)})"
         lines.append(f"{p.rank:>4}  {name:<{w}}  {fmt(p.mean):>10}  {_ci(*p.ci):<24} {rel:>7}{tag}")
     exact = [p for p in r.policies if p.exact is not None]
     if exact:
@@ -73,7 +78,7 @@ def render(r: CompareResult) -> str:
             x = d.diff
             un = f"   (unpaired {_ci(x.unpaired_low, x.unpaired_high)})" if x.n else ""
             lines.append(f"  {pair:<{wp}}  {fmt(x.mean):>10} {_ci(x.low, x.high):<24}{' *' if x.significant else '  '}"
-                         f"{un}")
+                         f"{un}" + (f"   {safe_text(d.note)}" if d.note else ""))
     classes = [p for p in r.policies if p.per_class]
     if classes and len(classes[0].per_class) > 1:
         lines.append("")

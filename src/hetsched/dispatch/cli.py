@@ -7,32 +7,14 @@
 Exit status: 0 when every task finished (done or failed by its own code); 2 for
 bad input (one line naming the option or field and value); 1 when the run ended
 with tasks unfinished (time-out, no worker left, journal not writable) — the
-message gives their number, and with ``--journal`` they stay queued in it.
-
-Task file (TOML)::
-
-    policy = "lpas-dg"            # optional; --policy overrides
-    time_unit = 1.0               # seconds per time unit of the rates below
-    [classes]
-    names = ["small", "big"]
-    alpha = [2.0, 0.5]            # estimated arrivals per time unit (LPAS_DG)
-    [workers]                     # estimated execution rates, one per class
-    "0" = [4.0, 1.0]              # keys: Dask worker names (embedded: "0".."W-1")
-    "1" = [2.0, 2.0]
-    [availability]                # optional CPU availability a_j per worker
-    "1" = 0.5
-    [[tasks]]
-    class = "small"
-    command = "echo hello"        # a shell command, or:
-    [[tasks]]
-    class = "big"
-    call = "math:factorial"       # module:function, with args = [...]
-    args = [2000]
+message gives their number, and with ``--journal`` they stay queued in it; 130
+when interrupted (Ctrl-C: one line, the journal keeps what was accepted).
+The task-file format is described in :mod:`hetsched.dispatch.taskfile`.
 """
 
 from __future__ import annotations
 
-import tomllib
+import contextlib
 from pathlib import Path
 from typing import Optional
 
@@ -76,6 +58,33 @@ def _progress_view(enabled: bool):
 EXIT_UNFINISHED = 1  # the run ended with tasks unfinished (they stay in the journal)
 
 
+@contextlib.contextmanager
+def _interruptible():
+    """Ctrl-C: one line ``interrupted`` (exit 130), nothing of Dask's shutdown on the terminal.
+
+    While the cluster and the client close after an interrupt, distributed's own
+    loggers and the event loop may report the cancelled work; they are silenced
+    here and stderr is held until the process exits.
+    """
+    try:
+        yield
+    except KeyboardInterrupt:
+        import logging
+        import os
+        import sys
+
+        for name in ("distributed", "tornado", "asyncio"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        typer.echo("interrupted", err=True)
+        try:
+            sys.stderr.flush()
+            if sys.stderr.fileno() == 2:  # the process's own stderr (not a test runner's buffer)
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # late messages of threads while the process exits
+        except (OSError, ValueError, AttributeError):  # no real stderr (a test runner's buffer)
+            pass
+        raise typer.Exit(130) from None
+
+
 def _int_opt(name: str, text: str) -> int:
     """An integer option from its text; integral numbers in e-notation (``5e7``) are accepted, then range-checked."""
     from ..errors import ModelError
@@ -94,24 +103,34 @@ def _int_opt(name: str, text: str) -> int:
     return int(x)
 
 
-def _float_opt(name: str, text: str) -> float:
+def _float_opt(name: str, text: str | None, lo: float | None = None, lo_open: bool = True) -> float | None:
     from ..errors import ModelError
 
+    if text is None:
+        return None
     try:
         x = float(str(text).strip())
     except ValueError:
         raise ModelError(f"{name}: expected a number, got {text!r}") from None
     if x != x or x in (float("inf"), float("-inf")):
         raise ModelError(f"{name}: expected a finite number, got {text!r}")
+    if lo is not None and (x <= lo if lo_open else x < lo):
+        raise ModelError(f"{name}: expected seconds {'>' if lo_open else '>='} {lo:g}, got {text!r}")
     return x
 
 
 def _finish(out: dict) -> None:
-    """Exit non-zero with one line when the run left tasks unfinished."""
-    if not out.get("success", True) or out.get("lost", 0):
+    """Exit 1 with one line when the run left tasks unfinished; warn about an unstable one."""
+    if out.get("lost", 0) or out.get("status", 0) >= 2:
         typer.echo(f"error: dispatch incomplete: {out['lost']} task(s) unfinished — {out.get('message', '')}",
                    err=True)
         raise typer.Exit(EXIT_UNFINISHED)
+    if out.get("status") == 1:
+        typer.echo(f"warning: {out.get('message', '')}", err=True)
+
+
+_RESOLVE_HELP = ("Re-solve the allocation LP every SECONDS (the periodic T_system of thesis §3.5.2) instead of at "
+                 "every availability event (default).")
 
 
 @sub.command("demo")
@@ -126,6 +145,7 @@ def demo_cmd(
     load: str = typer.Option("0.7", "--load", help="Offered load 1/lambda*, in (0, 1)."),
     rate: str = typer.Option("100", "--rate", help="Mean task arrivals per second (sets the time unit), <= 1e5."),
     prefetch: str = typer.Option("0", "--prefetch", help="Seconds of work each worker keeps decided ahead (0 = pure pull)."),
+    resolve_every: Optional[str] = typer.Option(None, "--resolve-every", metavar="SECONDS", help=_RESOLVE_HELP),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address instead of a LocalCluster."),
     journal: Optional[Path] = typer.Option(None, "--journal", help="SQLite journal file; rerun with it to resume."),
     worker_wait: str = typer.Option("60", "--worker-wait", help="Give up after this many seconds without any worker."),
@@ -135,23 +155,25 @@ def demo_cmd(
 
     Exit status 1 (with the count) if tasks are left unfinished — they stay in the journal.
     """
-    from ..errors import ModelError
-    from .emulate import check_demo_args, check_demo_budget, run_demo
+    from .budget import WARN_SECONDS, check_demo_args, check_demo_budget
+    from .emulate import run_demo
 
     w, n, k, sd = (_int_opt("--workers", workers), _int_opt("--tasks", tasks), _int_opt("--kill", kill),
                    _int_opt("--seed", seed))
-    ld, rt, pf, ww = (_float_opt("--load", load), _float_opt("--rate", rate), _float_opt("--prefetch", prefetch),
-                      _float_opt("--worker-wait", worker_wait))
+    ld, rt = _float_opt("--load", load), _float_opt("--rate", rate)
     check_demo_args(policy, w, n, k, sd, ld, rt, scheduler)
-    if pf < 0:
-        raise ModelError(f"--prefetch: expected seconds >= 0, got {prefetch!r}")
-    if ww <= 0:
-        raise ModelError(f"--worker-wait: expected seconds > 0, got {worker_wait!r}")
-    check_demo_budget(n, rt, pf)
+    pf = _float_opt("--prefetch", prefetch, 0.0, lo_open=False)
+    ww = _float_opt("--worker-wait", worker_wait, 0.0)
+    re_ = _float_opt("--resolve-every", resolve_every, 0.0)
+    est = check_demo_budget(n, rt, pf, workers=w if scheduler is None else 4, processes=k > 0)
+    if est > WARN_SECONDS:
+        typer.echo(f"warning: this demo is estimated to take about {est:,.0f} s", err=True)
     cb, stop = _progress_view(not json_out and stdout_is_tty())
     try:
-        out = run_demo(policy, w, n, k, seed=sd, load=ld, rate=rt, scheduler=scheduler,
-                       journal=None if journal is None else str(journal), progress=cb, prefetch=pf, worker_wait=ww)
+        with _interruptible():
+            out = run_demo(policy, w, n, k, seed=sd, load=ld, rate=rt, scheduler=scheduler,
+                           journal=None if journal is None else str(journal), progress=cb, prefetch=pf,
+                           worker_wait=ww, resolve_every=re_)
     finally:
         stop()
     if json_out:
@@ -163,14 +185,19 @@ def demo_cmd(
                   if out["resumed"] else ""))
     typer.echo(f"submitted {out['submitted']}  completed {out['completed']}  failed {out['failed']}  "
                f"lost {out['lost']}  resubmitted {out['resubmitted']}  duplicates ignored {out['duplicates_ignored']}")
-    typer.echo(f"mean response {out['mean_response']:.4f} s = {out['mean_response_units']:.3f} time units "
-               f"(1 unit = {out['time_unit']:.4f} s); lambda* {out['lambda']:.3f}; LP solves {out['lp_solves']}")
+    mr, mru = out["mean_response"], out["mean_response_units"]
+    typer.echo(f"mean response {_f(mr)} s = {_f(mru, 3)} time units (1 unit = {out['time_unit']:.4f} s); "
+               f"lambda* {_f(out['lambda'], 3)}; LP solves {out['lp_solves']}")
     for pc in out["per_class"]:
-        typer.echo(f"  class {pc['class']}: {pc['completed']:5d} tasks, mean response {pc['mean_response']:.4f} s")
-    typer.echo("overhead per task (s): " + "  ".join(f"{k} {v:.4f}" for k, v in out["overhead"].items()))
+        typer.echo(f"  class {pc['class']}: {pc['completed']:5d} tasks, mean response {_f(pc['mean_response'])} s")
+    typer.echo("overhead per task (s): " + "  ".join(f"{k} {_f(v)}" for k, v in out["overhead"].items()))
     typer.echo(f"dispatcher decision + submission: {out['dispatch_ms_per_task']:.3f} ms per task; "
-               f"wall {out['wall_seconds']:.2f} s")
+               f"wall {out['seconds']:.2f} s")
     _finish(out)
+
+
+def _f(x, digits: int = 4) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
 
 
 @sub.command("bench")
@@ -181,98 +208,50 @@ def bench_cmd(
                                                    "whole bench within an estimated 1,800 s)."),
     processes: bool = typer.Option(False, "--processes", help="Worker processes instead of threads."),
     prefetch: str = typer.Option("0.05", "--prefetch", help="Seconds of work each worker keeps decided ahead."),
-    policy: str = typer.Option("gcmu", "--policy", help="fcfs, gcmu, lpas-dg or lpas-dg-robust."),
-    journal: bool = typer.Option(True, "--journal/--no-journal", help="Journal the run (temporary SQLite file)."),
+    policy: str = typer.Option("lpas-dg", "--policy", help="fcfs, gcmu, lpas-dg or lpas-dg-robust."),
+    journal: bool = typer.Option(False, "--journal/--no-journal", help="Journal the dispatcher's runs "
+                                 "(temporary SQLite file; the client.map references keep none)."),
     repeats: str = typer.Option("3", "--repeats", help="Runs of each side; medians are reported."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """TASKS empty tasks through the dispatcher vs a plain client.submit loop on the same LocalCluster."""
+    """TASKS empty tasks through the dispatcher vs batched client.map (same chunks; one chunk per worker)."""
     from ..errors import ModelError
+    from ..policies.pull import policy_code
     from .bench import run_bench
+    from .budget import MAX_TASKS, MAX_WORKERS, WARN_SECONDS, check_bench_budget
 
     w, n, r = _int_opt("--workers", workers), _int_opt("--tasks", tasks), _int_opt("--repeats", repeats)
-    pf = _float_opt("--prefetch", prefetch)
-    if pf < 0:
-        raise ModelError(f"--prefetch: expected seconds >= 0, got {prefetch!r}")
+    pf = _float_opt("--prefetch", prefetch, 0.0, lo_open=False)
+    policy_code(policy)
     if not 1 <= r <= 20:
         raise ModelError(f"--repeats: must lie in [1, 20], got {repeats!r}")
-    from .emulate import MAX_TASKS, check_bench_budget
-
+    if not 1 <= w <= MAX_WORKERS:
+        raise ModelError(f"--workers: must lie in [1, {MAX_WORKERS}], got {workers!r}")
     if not 1 <= n <= MAX_TASKS:  # the cap first (its message), then the run-time budget
         raise ModelError(f"--tasks: must lie in [1, {MAX_TASKS:,}], got {tasks!r}")
-    check_bench_budget(n, r, pf)
-    out = run_bench(w, n, processes=processes, prefetch=pf, policy=policy, journal=journal, repeats=r)
+    est = check_bench_budget(n, r, pf, workers=w, processes=processes)
+    if est > WARN_SECONDS:
+        typer.echo(f"warning: this bench is estimated to take about {est:,.0f} s", err=True)
+    with _interruptible():
+        out = run_bench(w, n, processes=processes, prefetch=pf, policy=policy, journal=journal, repeats=r)
     if json_out:
         emit_json(out)
     else:
         typer.echo(f"{out['tasks']} empty tasks, {out['workers']} workers ({out['cluster']}), policy {out['policy']}, "
                    f"prefetch {out['prefetch']:g} s, journal {'on' if out['journal'] else 'off'}; "
                    f"medians of {out['repeats']}")
-        typer.echo(f"dispatcher      {out['tasks_per_second']:10.0f} tasks/s  lost {out['lost']}  "
-                   f"duplicated {out['duplicated']}")
-        typer.echo(f"client.submit   {out['reference_tasks_per_second']:10.0f} tasks/s  (plain loop, same cluster)")
-        typer.echo(f"ratio           {out['ratio']:10.2f}")
+        typer.echo(f"dispatcher                  {out['tasks_per_second']:10.0f} tasks/s  lost {out['lost']}  "
+                   f"duplicated {out['duplicated']}  ({out['batches']:.0f} batches)")
+        typer.echo(f"client.map, same chunks     {out['reference_tasks_per_second']:10.0f} tasks/s  "
+                   f"ratio {out['ratio']:.2f}  overhead {1e6 * out['overhead_seconds_per_task']:.1f} us/task")
+        typer.echo(f"client.map, chunk/worker    {out['per_worker_tasks_per_second']:10.0f} tasks/s  "
+                   f"ratio {out['ratio_per_worker']:.2f}")
+        tl = out["timeline_ms"]
+        typer.echo("per batch (ms, medians): submit to start " + _f(tl["submit_to_start"], 1) + ", end to noticed "
+                   + _f(tl["end_to_noticed"], 1) + ", noticed to next submit " + _f(tl["noticed_to_next_submit"], 1))
     if out["lost"] or out["duplicated"]:
         typer.echo(f"error: {out['lost']} task(s) lost, {out['duplicated']} duplicated", err=True)
         raise typer.Exit(EXIT_UNFINISHED)
-
-
-def load_taskfile(path: Path) -> dict:
-    """Parse and validate a task file (see the module docstring)."""
-    from importlib import import_module
-
-    from ..errors import ModelError
-    from .worker import KIND_CALL, KIND_SHELL
-
-    try:
-        doc = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ModelError(f"task file: {str(path)!r} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ModelError(f"task file {str(path)!r}: {exc}") from None
-    cls = doc.get("classes") or {}
-    names = cls.get("names")
-    if not names:
-        raise ModelError(f"task file {str(path)!r} field 'classes.names': expected a list of class labels")
-    workers = doc.get("workers") or {}
-    if not workers:
-        raise ModelError(f"task file {str(path)!r} field 'workers': expected rates for at least one worker")
-    items = []
-    for k, t in enumerate(doc.get("tasks") or []):
-        if "class" not in t:
-            raise ModelError(f"task file field 'tasks[{k}].class': missing")
-        if str(t["class"]) not in map(str, names):
-            raise ModelError(f"task file field 'tasks[{k}].class': unknown class {t['class']!r}; "
-                             f"known classes are {list(map(str, names))}")
-        t = dict(t, **{"class": str(t["class"])})
-        if "command" in t:
-            items.append((t["class"], KIND_SHELL, t["command"]))
-        elif "call" in t:
-            mod, _, fn = str(t["call"]).partition(":")
-            try:
-                f = getattr(import_module(mod), fn)
-            except (ImportError, AttributeError):
-                raise ModelError(f"task file field 'tasks[{k}].call': cannot import {t['call']!r}") from None
-            items.append((t["class"], KIND_CALL, (f, tuple(t.get("args", [])), dict(t.get("kwargs", {})))))
-        else:
-            raise ModelError(f"task file field 'tasks[{k}]': give 'command' or 'call'")
-    try:
-        time_unit = float(doc.get("time_unit", 1.0))
-    except (TypeError, ValueError):
-        raise ModelError(f"task file field 'time_unit': expected seconds > 0, got {doc.get('time_unit')!r}") from None
-    if not (time_unit > 0 and time_unit != float("inf")):
-        raise ModelError(f"task file field 'time_unit': expected seconds > 0, got {doc.get('time_unit')!r}")
-    return {"classes": list(map(str, names)), "alpha": cls.get("alpha"), "rates": workers,
-            "availability": doc.get("availability") or {}, "policy": doc.get("policy", "lpas-dg"),
-            "time_unit": time_unit, "items": items, "spec": taskfile_spec(doc)}
-
-
-def taskfile_spec(doc: dict) -> str:
-    """SHA-256 of the task file's content (canonical JSON): a journal belongs to one task file."""
-    import hashlib
-    import json
-
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
 @sub.command("run")
@@ -285,6 +264,7 @@ def run_cmd(
     journal: Optional[Path] = typer.Option(None, "--journal", help="SQLite journal; rerun with it to resume."),
     processes: bool = typer.Option(False, "--processes", help="Embedded cluster: worker processes instead of threads."),
     prefetch: str = typer.Option("0", "--prefetch", help="Seconds of work each worker keeps decided ahead (0 = pure pull)."),
+    resolve_every: Optional[str] = typer.Option(None, "--resolve-every", metavar="SECONDS", help=_RESOLVE_HELP),
     worker_wait: str = typer.Option("60", "--worker-wait", help="Give up after this many seconds without any worker."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
@@ -292,55 +272,25 @@ def run_cmd(
 
     Exit status 1 (with the count) if tasks are left unfinished — they stay in the journal.
     """
-    from ..errors import ModelError
-    from .dispatcher import Dispatcher
-    from .emulate import _quiet, local_cluster, replenish
-    from .journal import Journal
+    from ..policies.pull import policy_code
+    from .taskfile import run_taskfile
 
-    pf, ww = _float_opt("--prefetch", prefetch), _float_opt("--worker-wait", worker_wait)
-    if pf < 0:
-        raise ModelError(f"--prefetch: expected seconds >= 0, got {prefetch!r}")
-    if ww <= 0:
-        raise ModelError(f"--worker-wait: expected seconds > 0, got {worker_wait!r}")
-    spec = load_taskfile(taskfile)
-    if journal is not None:  # refuse a foreign or corrupt journal before starting a cluster
-        Journal(str(journal), spec["classes"], spec=spec["spec"]).close()
-    _quiet()
-    cluster = None
-    if scheduler is None:
-        cluster, client = local_cluster(len(spec["rates"]), processes=processes)
-    else:
-        from distributed import Client
-
-        try:
-            client = Client(scheduler, timeout=30)
-        except Exception as exc:  # noqa: BLE001 - unreachable address: one line
-            raise ModelError(f"--scheduler: cannot reach the Dask scheduler at {scheduler!r}: {exc}") from None
+    pf = _float_opt("--prefetch", prefetch, 0.0, lo_open=False)
+    ww = _float_opt("--worker-wait", worker_wait, 0.0)
+    re_ = _float_opt("--resolve-every", resolve_every, 0.0)
+    if policy is not None:
+        policy_code(policy)
     cb, stop = _progress_view(not json_out and stdout_is_tty())
     try:
-        d = Dispatcher(client, spec["classes"], spec["rates"], policy=policy or spec["policy"], alpha=spec["alpha"],
-                       availability=spec["availability"], time_unit=spec["time_unit"],
-                       journal=None if journal is None else str(journal), journal_spec=spec["spec"], prefetch=pf,
-                       worker_wait=ww, replenish=None if cluster is None else (lambda: replenish(cluster)))
-        try:
-            if d.next_id == 0:  # a journal that already holds the file's tasks resumes them instead
-                d.add_many(spec["items"])
-            res = d.run(progress=cb)
-            done = d.journal.finished() if d.journal is not None else None
-        finally:
-            d.close()
+        with _interruptible():
+            res, rows = run_taskfile(taskfile, policy=policy, scheduler=scheduler,
+                                     journal=None if journal is None else str(journal), processes=processes,
+                                     prefetch=pf, worker_wait=ww, resolve_every=re_, progress=cb)
     finally:
         stop()
-        client.close()
-        if cluster is not None:
-            cluster.close()
-    rows = ([{"id": r["id"], "class": spec["classes"][r["cls"]], "state": r["state"], "value": r["value"]}
-             for r in done] if done is not None else
-            [{"id": tid, "value": v} for tid, v in sorted(d.results.items())])
-    out = {"policy": res.policy, "submitted": res.submitted, "completed": res.completed, "failed": res.failed,
-           "lost": res.lost, "resubmitted": res.resubmitted, "mean_response": res.mean_response,
-           "per_class": res.per_class, "overhead": res.overhead, "lambda": res.lam, "results": rows}
-    out["success"], out["message"] = res.success, res.message
+    out = res.as_dict()
+    out["lambda"] = out["lam"]
+    out["results"] = rows
     if json_out:
         emit_json(out)
         _finish(out)
@@ -348,5 +298,5 @@ def run_cmd(
     for r in rows:
         typer.echo(f"task {r['id']}: {r.get('state', '')} {r['value']!r:.200}")
     typer.echo(f"{res.policy}: submitted {res.submitted}, completed {res.completed}, failed {res.failed}, "
-               f"lost {res.lost}, resubmitted {res.resubmitted}; mean response {res.mean_response:.4f} s")
+               f"lost {res.lost}, resubmitted {res.resubmitted}; mean response {_f(out['mean_response'])} s")
     _finish(out)

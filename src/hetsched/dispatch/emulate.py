@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import os
 import signal
 import time
@@ -25,20 +24,43 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
+from .budget import (  # noqa: F401 - re-exported: the names of earlier versions
+    BENCH_BUDGET_SECONDS,
+    DEMO_BUDGET_SECONDS,
+    MAX_RATE,
+    MAX_TASKS,
+    MAX_WORKERS,
+    PLAIN_TASKS_PER_SECOND,
+    PREFETCH_TASKS_PER_SECOND,
+    PULL_TASKS_PER_SECOND,
+    bench_seconds,
+    check_bench_budget,
+    check_demo_args,
+    check_demo_budget,
+    demo_seconds,
+)
 from .worker import KIND_EMULATE
 
-__all__ = ["local_cluster", "demo_rates", "poisson_arrivals", "Killer", "run_demo"]
+__all__ = ["local_cluster", "quiet_dask", "replenish", "demo_rates", "poisson_arrivals", "Killer", "run_demo",
+           "LEAN_SETTINGS"]
 
 
-def local_cluster(n_workers: int, *, processes: bool = False, threads_per_worker: int = 1):
+def local_cluster(n_workers: int, *, processes: bool = False, threads_per_worker: int = 1, attempts: int = 3):
     """``(cluster, client)`` on 127.0.0.1 with ``n_workers`` single-threaded workers.
 
     Quiet: distributed's logs are silenced and its "port already in use"
     warnings suppressed. Sets (process-wide) the lean Dask settings of
-    ``_LEAN``: no per-worker statistical profiler, a slower system monitor, and
+    ``LEAN_SETTINGS``: no per-worker statistical profiler, a slower system monitor, and
     ``distributed.deploy.lost-worker-timeout`` raised to 10 minutes so that a
     worker whose nanny restarts it slowly (a loaded host) is not dropped from the
     cluster for good; :func:`replenish` restarts workers that are gone anyway.
+    Workers that are threads of this process get no memory limit: they share the
+    process's memory, so a per-worker limit (total / workers) would pause them all
+    once the process outgrows it (at about 200 workers on 16 GB).
+
+    A worker process that dies while the cluster starts (killed, out of memory)
+    makes Dask's start fail; the cluster is then closed and started again, up to
+    ``attempts`` times, before one :class:`~hetsched.errors.ModelError` line.
     """
     import warnings
 
@@ -48,44 +70,71 @@ def local_cluster(n_workers: int, *, processes: bool = False, threads_per_worker
         raise ModelError(f"workers: need at least 1 worker, got {n_workers!r}")
     if n_workers > MAX_WORKERS:
         raise ModelError(f"workers: at most {MAX_WORKERS} workers on one host, got {n_workers!r}")
-    _quiet()
+    quiet_dask()
     from distributed import Client, LocalCluster
 
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*already in use", category=UserWarning)
-        dask.config.set(_LEAN)  # process-wide: lost-worker-timeout is read when a worker is lost
-        cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=threads_per_worker, processes=processes,
-                               protocol="tcp://", host="127.0.0.1", dashboard_address=None,
-                               silence_logs=logging.CRITICAL)
-        client = Client(cluster)
-        client.wait_for_workers(int(n_workers), timeout=120)
-    return cluster, client
+    last: BaseException | None = None
+    for _ in range(max(1, attempts)):
+        cluster = client = None
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*already in use", category=UserWarning)
+            warnings.filterwarnings("ignore", message=r".*scratch directories", category=UserWarning)
+            dask.config.set(LEAN_SETTINGS)  # process-wide: lost-worker-timeout is read when a worker is lost
+            try:
+                cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=threads_per_worker,
+                                       processes=processes, protocol="tcp://", host="127.0.0.1",
+                                       dashboard_address=None, silence_logs=logging.CRITICAL,
+                                       **({} if processes else {"memory_limit": 0}))
+                client = Client(cluster)
+                client.wait_for_workers(int(n_workers), timeout=120)
+                return cluster, client
+            except KeyboardInterrupt:
+                close_quietly(client, cluster)
+                raise
+            except Exception as exc:  # noqa: BLE001 - a worker died while starting, a port race: start again
+                last = exc
+                close_quietly(client, cluster)
+    raise ModelError(f"workers: the local Dask cluster of {n_workers} worker(s) did not start after {attempts} "
+                     f"attempt(s) ({type(last).__name__}: {str(last)[:200]})")
 
 
-MAX_WORKERS = 256  # emulated workers on one host (threads or processes)
+def close_quietly(*things) -> None:
+    for x in things:
+        if x is not None:
+            try:
+                x.close()
+            except Exception:  # noqa: BLE001 - already broken: nothing to keep
+                pass
+
 
 # Dask settings of the emulated cluster. Every worker normally runs a statistical
 # profiler (a thread sampling it every 10 ms) and a system monitor (psutil every
 # 0.5 s); with dozens of workers in one process these alone saturate the host's
 # cores and the shared event loop. They are switched off (profiler) or slowed
-# down (monitor) here — for the dispatcher and the plain client.submit reference
+# down (monitor) here — for the dispatcher and the plain Dask references
 # alike. lost-worker-timeout: see local_cluster.
-_LEAN = {
+LEAN_SETTINGS = {
     "distributed.deploy.lost-worker-timeout": "600s",
     "distributed.worker.profile.enabled": False,
     "distributed.admin.system-monitor.interval": "5s",
 }
+_LEAN = LEAN_SETTINGS  # the name of earlier versions
 
 
-def _quiet() -> None:
-    """Silence distributed's loggers and its port warnings (they would precede our own messages)."""
-    import warnings
+def quiet_dask() -> None:
+    """:func:`hetsched.runner.quiet_dask` (distributed's loggers and port warnings), and the loggers a
+    dispatcher's client and its interrupted shutdown would print to."""
+    from ..runner import quiet_dask as quiet_runner
 
-    warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
-    warnings.filterwarnings("ignore", module=r"distributed\..*", category=UserWarning)
-    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
-                 "distributed.core", "distributed.http.proxy", "distributed.deploy"):
+    quiet_runner()
+    for name in ("distributed.client", "distributed.comm", "distributed.batched", "tornado.application"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+    # a value fetch abandoned because its worker died leaves Dask's internal waiters unread; asyncio would
+    # report each ("Task exception was never retrieved") on stderr
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+
+
+_quiet = quiet_dask  # the name of earlier versions (kept for callers not yet updated)
 
 
 def replenish(cluster) -> None:
@@ -198,83 +247,6 @@ def _safe_pid(nanny):
         return None
 
 
-MAX_TASKS = 1_000_000   # demo/bench tasks per run (memory and run time stay small)
-MAX_RATE = 100_000.0    # demo arrivals per second
-
-# Run-time budgets (docs/input-validation.md): a demo or bench whose estimated time exceeds its budget is
-# refused up front with the estimate, instead of running for hours. The estimate assumes these throughputs,
-# measured on the 2-core shared host (load 7-8): pure pull 94 tasks/s (`dispatch bench --workers 4 --tasks 2000
-# --prefetch 0`) and 110 tasks/s (`dispatch demo --tasks 2000 --rate 1000`: 2,000 tasks in 18.5 s); with
-# prefetch 1,238 tasks/s here and 239-992 in docs/dispatch.md; the plain client.submit loop 86-328 tasks/s.
-PULL_TASKS_PER_SECOND = 100.0
-PREFETCH_TASKS_PER_SECOND = 500.0
-PLAIN_TASKS_PER_SECOND = 100.0
-DEMO_BUDGET_SECONDS = 600.0     # a demonstration: ten minutes (60,000 tasks at the default --rate 100)
-BENCH_BUDGET_SECONDS = 1800.0   # half an hour: 20,000 tasks x 3 repeats (issue 17) is about 720 s
-
-
-def demo_seconds(tasks: int, rate: float, prefetch: float = 0.0) -> float:
-    """Estimated duration of ``dispatch demo``: the tasks arrive at ``rate`` per second and are dispatched at
-    most at the measured throughput (pure pull, or with prefetch)."""
-    thr = PREFETCH_TASKS_PER_SECOND if prefetch > 0 else PULL_TASKS_PER_SECOND
-    return tasks / min(rate, thr)
-
-
-def check_demo_budget(tasks: int, rate: float, prefetch: float = 0.0) -> None:
-    """Refuse a demo estimated to run longer than :data:`DEMO_BUDGET_SECONDS` (one line with the estimate)."""
-    est = demo_seconds(tasks, rate, prefetch)
-    if est > DEMO_BUDGET_SECONDS:
-        thr = min(rate, PREFETCH_TASKS_PER_SECOND if prefetch > 0 else PULL_TASKS_PER_SECOND)
-        raise ModelError(
-            f"--tasks: {tasks:,} tasks at about {thr:g} per second (--rate {rate:g}, "
-            f"{'prefetch' if prefetch > 0 else 'pure pull'}) take about {est:,.0f} s, over the demo's budget of "
-            f"{DEMO_BUDGET_SECONDS:.0f} s; give at most {int(DEMO_BUDGET_SECONDS * thr):,} tasks "
-            "(limits: docs/input-validation.md)")
-
-
-def bench_seconds(tasks: int, repeats: int, prefetch: float) -> float:
-    """Estimated duration of ``dispatch bench``: a warm-up of both paths, then ``repeats`` runs of each."""
-    thr = PREFETCH_TASKS_PER_SECOND if prefetch > 0 else PULL_TASKS_PER_SECOND
-    per_round = tasks / thr + tasks / PLAIN_TASKS_PER_SECOND
-    return min(tasks, 200) / thr + min(tasks, 200) / PLAIN_TASKS_PER_SECOND + repeats * per_round
-
-
-def check_bench_budget(tasks: int, repeats: int, prefetch: float) -> None:
-    """Refuse a bench estimated to run longer than :data:`BENCH_BUDGET_SECONDS` (one line with the estimate)."""
-    est = bench_seconds(tasks, repeats, prefetch)
-    if est > BENCH_BUDGET_SECONDS:
-        raise ModelError(
-            f"--tasks: {tasks:,} tasks x {repeats} repeats take about {est:,.0f} s (dispatcher about "
-            f"{PREFETCH_TASKS_PER_SECOND if prefetch > 0 else PULL_TASKS_PER_SECOND:g} tasks/s, plain loop about "
-            f"{PLAIN_TASKS_PER_SECOND:g}), over the bench's budget of {BENCH_BUDGET_SECONDS:.0f} s; lower --tasks "
-            "or --repeats (limits: docs/input-validation.md)")
-
-
-def check_demo_args(policy: str, workers: int, tasks: int, kill: int, seed: int, load: float, rate: float,
-                    scheduler: str | None = None) -> None:
-    """Validate the demo's arguments before anything starts (one line naming the option and value)."""
-    from ..policies.pull import policy_code
-
-    policy_code(policy)
-    _int_arg("workers", workers, 1, MAX_WORKERS)
-    _int_arg("tasks", tasks, 1, MAX_TASKS)
-    _int_arg("kill", kill, 0, 1_000)
-    _int_arg("seed", seed, 0, 2**63 - 1)
-    if not (isinstance(load, (int, float)) and math.isfinite(load) and 0 < load < 1):
-        raise ModelError(f"--load: offered load 1/lambda* must lie in (0, 1) (1 or more is unstable), got {load!r}")
-    if not (isinstance(rate, (int, float)) and math.isfinite(rate) and 0 < rate <= MAX_RATE):
-        raise ModelError(f"--rate: tasks per second must lie in (0, {MAX_RATE:g}], got {rate!r}")
-    if kill and scheduler is not None:
-        raise ModelError("--kill: only for the embedded LocalCluster (not with --scheduler)")
-
-
-def _int_arg(name, v, lo, hi):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise ModelError(f"--{name}: expected an integer, got {v!r}")
-    if not lo <= v <= hi:
-        raise ModelError(f"--{name}: must lie in [{lo}, {hi:,}], got {v!r}")
-
-
 def demo_spec(policy, workers, tasks, seed, load, rate) -> str:
     """Hash of what defines the demo's tasks (a journal belongs to one demo configuration)."""
     import hashlib
@@ -287,7 +259,8 @@ def demo_spec(policy, workers, tasks, seed, load, rate) -> str:
 
 def run_demo(policy: str = "lpas-dg", workers: int = 4, tasks: int = 200, kill: int = 0, *, seed: int = 2009,
              load: float = 0.7, rate: float = 100.0, scheduler: str | None = None, journal: str | None = None,
-             progress=None, prefetch: float = 0.0, worker_wait: float = 60.0, timeout: float | None = None) -> dict:
+             progress=None, prefetch: float = 0.0, worker_wait: float = 60.0, timeout: float | None = None,
+             resolve_every: float | None = None) -> dict:
     """Run ``tasks`` emulated tasks on ``workers`` heterogeneous workers; kill ``kill`` of them on the way.
 
     ``rate``: mean task arrivals per second (fixes the time unit: ``sum(alpha)/rate``
@@ -300,9 +273,11 @@ def run_demo(policy: str = "lpas-dg", workers: int = 4, tasks: int = 200, kill: 
     refused) re-queues the accepted unfinished tasks and releases only the
     arrivals not yet accepted, at their original spacing — nothing is run or
     reported twice. ``timeout`` (default ``max(120, 20 x arrival span)`` s) and
-    ``worker_wait`` bound the run; if either ends it, ``success`` is false and
-    ``lost`` counts the unfinished tasks. Returns the ``hetsched dispatch demo`` JSON.
+    ``worker_wait`` bound the run; if either ends it, ``status`` is 2 or 3 and
+    ``lost`` counts the unfinished tasks. Returns the ``hetsched dispatch demo``
+    JSON: the :class:`~hetsched.dispatch.DispatchResult` fields and the demo's own.
     """
+    from .dasklayer import cluster_workers
     from .dispatcher import Dispatcher, Emulation
 
     check_demo_args(policy, workers, tasks, kill, seed, load, rate, scheduler)
@@ -311,20 +286,17 @@ def run_demo(policy: str = "lpas-dg", workers: int = 4, tasks: int = 200, kill: 
         from .journal import Journal
 
         Journal(journal, ["c1", "c2", "c3", "c4"], spec=spec).close()
-    _quiet()
+    quiet_dask()
     cluster = None
     if scheduler is None:
         cluster, client = local_cluster(workers, processes=kill > 0)
     else:
-        from distributed import Client
-
-        try:
-            client = Client(scheduler, timeout=30)
-        except Exception as exc:  # noqa: BLE001 - unreachable address: one line
-            raise ModelError(f"--scheduler: cannot reach the Dask scheduler at {scheduler!r}: {exc}") from None
+        client = connect(scheduler)
     killer = None
     try:
-        names = [str(w.get("name", a)) for a, w in client.scheduler_info(n_workers=-1)["workers"].items()]
+        names = [n for n, _ in cluster_workers(client, wait=10.0).values()]
+        if not names:
+            raise ModelError(f"--scheduler: the Dask cluster at {scheduler!r} has no workers")
         classes, rates, alpha = demo_rates(len(names), load)
         rates = {n: rates[str(k)] for k, n in enumerate(sorted(names, key=_natural))}
         time_unit = float(alpha.sum()) / rate
@@ -332,6 +304,7 @@ def run_demo(policy: str = "lpas-dg", workers: int = 4, tasks: int = 200, kill: 
         d = Dispatcher(client, classes, rates, policy=policy, alpha=alpha, time_unit=time_unit,
                        emulation=Emulation(rates, {}, time_unit), journal=journal, journal_spec=spec,
                        timeout_factor=20.0, timeout_min=2.0, prefetch=prefetch, worker_wait=worker_wait,
+                       resolve_every=resolve_every, ignore_unknown_workers=scheduler is not None,
                        replenish=None if cluster is None else (lambda: replenish(cluster)))
         resumed = d.next_id  # arrivals 0..next_id-1 were accepted by an earlier run
         rest = arrivals[resumed:]
@@ -348,26 +321,34 @@ def run_demo(policy: str = "lpas-dg", workers: int = 4, tasks: int = 200, kill: 
         finally:
             d.close()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-    out = {
-        "policy": res.policy, "workers": len(names), "tasks": tasks, "kill": kill, "killed": len(killer.killed),
-        "submitted": res.submitted, "completed": res.completed, "failed": res.failed, "lost": res.lost,
-        "resubmitted": res.resubmitted, "duplicates_ignored": res.duplicates_ignored, "timeouts": res.timeouts,
-        "resumed": resumed, "restored": sum(e.get("tasks", 0) for e in res.events if e["event"] == "restored"),
-        "journal_counts": counts,
-        "mean_response": res.mean_response, "mean_response_units": res.mean_response / time_unit,
-        "time_unit": time_unit, "lambda": res.lam, "lp_solves": res.lp_solves,
-        "per_class": [dict(pc, mean_response_units=pc["mean_response"] / time_unit) for pc in res.per_class],
-        "overhead": res.overhead,
+        close_quietly(client, cluster)
+    out = res.as_dict()
+    out.update({
+        "workers": len(names), "tasks": tasks, "kill": kill, "killed": len(killer.killed), "resumed": resumed,
+        "restored": sum(e.get("tasks", 0) for e in res.events if e["event"] == "restored"),
+        "journal_counts": counts, "time_unit": time_unit, "lambda": res.lam,
+        "mean_response_units": res.mean_response / time_unit,
+        "per_class": [dict(pc, mean_response_units=None if pc["mean_response"] is None
+                           else pc["mean_response"] / time_unit) for pc in out["per_class"]],
         "dispatch_ms_per_task": 1000 * (res.decision_seconds + res.submit_seconds) / max(1, res.extra["attempts"]),
-        "wall_seconds": res.wall_seconds, "success": res.success, "message": res.message,
         "replenish_calls": res.extra["replenish_calls"],
         "membership_events": [e for e in res.events if e["event"] in ("left", "joined", "killed", "timeout",
                                                                       "replenish")],
-    }
-    return out
+    })
+    from ..results import jsonable
+
+    return jsonable(out)
+
+
+def connect(scheduler: str, timeout: float = 30.0):
+    """A ``distributed.Client`` of the scheduler at ``scheduler``, or one line naming it."""
+    quiet_dask()
+    from distributed import Client
+
+    try:
+        return Client(scheduler, timeout=timeout, set_as_default=False)
+    except Exception as exc:  # noqa: BLE001 - unreachable address: one line
+        raise ModelError(f"--scheduler: cannot reach the Dask scheduler at {scheduler!r}: {exc}") from None
 
 
 def _natural(s: str):

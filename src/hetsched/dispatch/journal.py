@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
@@ -101,18 +102,7 @@ class Journal:
         self.path = str(path)
         self._lockfd = None
         self.db = None
-        p = Path(self.path)
-        if p.is_dir():
-            raise ModelError(f"journal: {self.path!r} is a directory, not a journal file")
-        if p.exists():
-            try:
-                with open(p, "rb") as fh:
-                    head = fh.read(16)
-            except OSError as exc:
-                raise ModelError(f"journal: cannot read {self.path!r}: {exc.strerror or exc}") from None
-            if head and head != b"SQLite format 3\x00":
-                raise ModelError(f"journal: {self.path!r} is not a hetsched journal (not an SQLite database); "
-                                 f"refusing to overwrite it — give a new file")
+        self._check_file()
         self._writer = bool(lock)
         self._empty = False
         if lock:
@@ -123,13 +113,34 @@ class Journal:
             self.close()
             raise
 
+    def _check_file(self):
+        """Refuse a symbolic link, a folder, a pipe or a device (:func:`hetsched.safeio.check_output`: the
+        journal is written), and a file that is not an SQLite database (its first bytes, read through
+        :func:`hetsched.safeio.open_input`: a FIFO never blocks this check)."""
+        from ..safeio import InputError, OutputError, check_output, open_input
+
+        try:
+            check_output(self.path, force=True, what="journal")
+            if not os.path.lexists(self.path):
+                return
+            with open_input(self.path, what="journal", max_bytes=None) as fh:
+                head = fh.read(16)
+        except (OutputError, InputError) as exc:
+            raise ModelError(str(exc)) from None
+        if head and head != b"SQLite format 3\x00":
+            raise ModelError(f"journal: {self.path!r} is not a hetsched journal (not an SQLite database); "
+                             f"refusing to overwrite it — give a new file")
+
     def _lock(self):
         import fcntl
 
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         except OSError as exc:
             raise ModelError(f"journal: cannot open {self.path!r}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced by a pipe or a device since the check
+            os.close(fd)
+            raise ModelError(f"journal: {self.path!r} is not a regular file (a pipe or a device?), refused")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -163,7 +163,7 @@ def run_setting(client, setting: str, case: str, *, time_unit: float, duration: 
         "overhead_ms": {k: 1000 * v for k, v in o.items()},
         "p": o["t5-t4"] / sum(o.values()) if all(np.isfinite(list(o.values()))) else float("nan"),
         "tasks": res.submitted, "completed": res.completed, "lost": res.lost, "resubmitted": res.resubmitted,
-        "lp_solves": res.lp_solves, "wall": res.wall_seconds, "success": res.success, "message": res.message,
+        "lp_solves": res.lp_solves, "wall": res.seconds, "success": res.success, "message": res.message,
     }
 
 
@@ -214,18 +214,20 @@ def _connect(opts):
         return cluster, client, None
     if not opts.scheduler:
         raise ModelError("--backend dask needs --scheduler tcp://HOST:PORT")
-    from ..dispatch.emulate import _quiet
+    from ..dispatch.emulate import quiet_dask
 
-    _quiet()
+    quiet_dask()
     try:
         from distributed import Client
 
         client = Client(opts.scheduler, timeout="10s", set_as_default=False)
     except Exception as exc:  # noqa: BLE001 - unreachable or bad address: one line
         raise ModelError(f"--scheduler: cannot reach the Dask scheduler at {opts.scheduler!r}: {exc}") from None
-    info = client.scheduler_info(n_workers=-1)["workers"]
-    workers = sorted(((str(w.get("name", a)), int(w.get("nthreads", 1))) for a, w in info.items()),
-                     key=lambda x: (0, int(x[0]), "") if x[0].isdigit() else (1, 0, x[0]))
+    from ..dispatch.dasklayer import cluster_workers
+
+    # read on the scheduler: Client.scheduler_info() may answer without workers (a background refresh)
+    info = cluster_workers(client, wait=10.0, n=_N_GROUPS)
+    workers = sorted(info.values(), key=lambda x: (0, int(x[0]), "") if x[0].isdigit() else (1, 0, x[0]))
     fit = [n for n, t in workers if t >= _THREADS]
     if len(fit) < _N_GROUPS:
         client.close()

@@ -107,7 +107,7 @@ def _run_point(task: dict) -> list[dict]:
             from ..traces import write_records
 
             target, force = output_in(task["records_dir"], f"records-{res.policy}.parquet")
-            write_records(res.records(wl), target, overwrite=force,
+            write_records(res.records(wl), target, force=force,
                           meta={"kind": "muscle", "policy": res.policy, "sizes": list(system.sizes),
                                 "rates": list(system.rates), "source": wl.source})
             record_written(task["records_dir"], [target])

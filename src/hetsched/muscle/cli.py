@@ -102,9 +102,10 @@ def run_cmd(
     seed: int = typer.Option(0, "--seed", callback=seed_int(), help="Seed (workload and scheduler streams), "
                              "0..2^63-1."),
     records: Optional[Path] = typer.Option(None, "--records", help="Write per-job records (job, cluster, processors, "
-                                           "start, end, deadline met) to this Parquet file."),
+                                           "start, end, deadline met, wait, response, bounded slowdown) to this "
+                                           ".parquet or .csv file."),
+    force: bool = typer.Option(False, "--force", help="With --records: replace that file if it exists."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing --records file (refused otherwise)."),
 ) -> None:
     """Simulate one policy on a multicluster and print MCP, LBF and per-cluster metrics.
 
@@ -125,9 +126,9 @@ def run_cmd(
     if swf is None and jobs is not None and jobs > MAX_GENERATED_JOBS:
         raise ModelError(f"--jobs: at most {MAX_GENERATED_JOBS:,} generated jobs, got {jobs:,}")
     if records is not None:  # checked before the run, so that a bad path never costs a finished run
-        from ..safeio import check_output
+        from ..traces.records import check_records_path
 
-        check_output(records, force=force, what="--records file")
+        check_records_path(records, force=force)
     elif force:
         raise ModelError("--force applies with --records only")
     system = _system(sizes, rates)
@@ -137,8 +138,10 @@ def run_cmd(
                                on_error="skip" if skip_malformed else "raise")
         offered = wl.meta["offered_load"]
         if not json_out:
-            typer.echo(f"log {swf}: {len(wl)} jobs ({wl.meta['skipped']} unusable skipped"
-                       + (f", {wl.meta['malformed']} malformed lines skipped" if wl.meta["malformed"] else "")
+            from ..traces.workload import drop_text
+
+            typer.echo(f"log {swf}: {len(wl)} of {wl.meta['jobs_read']:,} jobs read ({drop_text(wl.meta['dropped'])}"
+                       + (f"; {wl.meta['malformed']} malformed lines skipped" if wl.meta["malformed"] else "")
                        + f"), offered load {offered:.3f} of the clusters' capacity")
         if offered > 1.0:
             typer.echo(f"warning: the log offers load {offered:.2f} to clusters {list(system.sizes)} "
@@ -164,9 +167,10 @@ def run_cmd(
     if records is not None:
         from ..traces import write_records
 
-        written = write_records(res.records(wl), records, overwrite=force,
+        written = write_records(res.records(wl), records,
                                 meta={"kind": "muscle", "policy": res.policy, "sizes": list(system.sizes),
-                                      "rates": list(system.rates), "source": wl.source, "seed": seed})
+                                      "rates": list(system.rates), "source": wl.source, "seed": seed},
+                                force=force)
     out = res.summary()
     late = int(np.sum(res.late(wl)))
     out.update({"jobs_total": len(wl), "source": wl.source, "sizes": list(system.sizes),
@@ -174,6 +178,7 @@ def run_cmd(
                 "jobs_per_second": len(wl) / res.wall_seconds if res.wall_seconds > 0 else None,
                 "offered_load": offered, "clipped": int(wl.meta.get("clipped", 0)),
                 "skipped": int(wl.meta.get("skipped", 0)), "malformed": int(wl.meta.get("malformed", 0)),
+                "dropped": dict(wl.meta.get("dropped", {})), "jobs_read": wl.meta.get("jobs_read"),
                 "records": str(written) if written else None,
                 "status": res.status, "success": res.success, "message": res.message, "seconds": res.seconds,
                 "violations": violations})
@@ -188,6 +193,12 @@ def run_cmd(
         else:
             head = f"MCP {res.MCP:.1f}   LBF {res.LBF:.1f}"
         typer.echo(f"{head}   late jobs {out['late_jobs']}   {out['jobs_per_second']:.0f} jobs/s")
+        h = res.hpc
+        if h:
+            mark = "" if res.status == 0 else "?"
+            typer.echo(f"wait {h['mean_wait']:.4g}{mark}   response {h['mean_response']:.4g}{mark}   bounded slowdown "
+                       f"(tau = {h['tau']:g}) {h['mean_bsld']:.4g}{mark}   utilisation per cluster "
+                       + " ".join(f"{u:.2f}{mark}" for u in h["utilisation"]))
         typer.echo(f"{'cluster':>7s} {'m':>4s} {'rate':>5s} {'jobs':>6s} {'makespan':>10s} {'idle':>12s} "
                    f"{'over-deadline':>14s} {'CP':>12s}")
         m = res.metrics

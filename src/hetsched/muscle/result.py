@@ -16,7 +16,8 @@ __all__ = ["MuscleResult", "RECORD_COLUMNS", "FEASIBLE", "OVERLOADED", "INFEASIB
 #: Per-job records of a MUSCLE run (:meth:`MuscleResult.records`): column -> dtype.
 RECORD_COLUMNS = {"job": "int64", "swf_job": "int64", "cluster": "int64", "processors": "int64",
                   "arrival": "float64", "start": "float64", "end": "float64", "deadline": "float64",
-                  "deadline_met": "bool"}
+                  "deadline_met": "bool", "wait": "float64", "response": "float64",
+                  "bounded_slowdown": "float64"}
 
 FEASIBLE, OVERLOADED, INFEASIBLE = 0, 1, 2
 
@@ -56,6 +57,8 @@ class MuscleResult(Result):
     message: str = "schedule checked: feasible"
     MCP_untrusted: float = float("nan")
     LBF_untrusted: float = float("nan")
+    #: HPC workload metrics (:func:`hetsched.muscle.metrics.workload_metrics`), set by the scheduler
+    hpc: dict = field(default_factory=dict, repr=False)
 
     STATUS: ClassVar[Mapping[int, str]] = {
         FEASIBLE: "feasible schedule (checked); offered load below 1",
@@ -96,11 +99,17 @@ class MuscleResult(Result):
     def records(self, workload: Workload):
         """One row per job (:data:`RECORD_COLUMNS`): ``job`` (index in arrival order),
         ``swf_job`` (the log's job number, ``-1`` for generated workloads),
-        ``cluster``, ``processors`` used, ``arrival``, ``start``, ``end``, ``deadline``
-        and ``deadline_met`` (not :meth:`late`)."""
+        ``cluster``, ``processors`` used, ``arrival``, ``start``, ``end``, ``deadline``,
+        ``deadline_met`` (not :meth:`late`), and the HPC metrics ``wait``, ``response`` and
+        ``bounded_slowdown`` (tau = 10 time units; :func:`hetsched.muscle.metrics.workload_metrics`)."""
+        from .metrics import BSLD_TAU
+        from ..traces.replay import hpc_metrics
+
         import pandas as pd
 
         n = len(workload)
+        hm = self.hpc if "wait" in self.hpc else hpc_metrics(workload.arrival, self.start, self.finish,
+                                                              tau=BSLD_TAU)
         swf = workload.meta.get("job_id")
         swf = np.asarray(swf, dtype=np.int64) if swf is not None and len(swf) == n else np.full(n, -1, np.int64)
         return pd.DataFrame({
@@ -109,6 +118,7 @@ class MuscleResult(Result):
             "start": self.start.astype(np.float64), "end": self.finish.astype(np.float64),
             "deadline": np.asarray(workload.deadline, dtype=np.float64),
             "deadline_met": ~self.late(workload),
+            **{k: hm[k] for k in ("wait", "response", "bounded_slowdown")},
         })
 
     def summary(self) -> dict:
@@ -123,7 +133,20 @@ class MuscleResult(Result):
             "ga_improvement": self.ga_improvement, "wall_seconds": self.wall_seconds,
             "ga_seconds": self.ga_seconds, "mean_queue": self.params.get("mean_queue"),
             "mean_batch": self.params.get("mean_batch"), "offered_load": self.offered_load,
+            **self._hpc_summary(),
         }
+
+    def _hpc_summary(self) -> dict:
+        """Mean wait, response and bounded slowdown, per-cluster utilisation (untrusted when not feasible)."""
+        h = self.hpc
+        if not h:
+            return {}
+        out = {"wait": h["mean_wait"], "response": h["mean_response"], "bsld": h["mean_bsld"],
+               "bsld_tau": h["tau"], "utilisation": [float(u) for u in h["utilisation"]]}
+        if self.status != FEASIBLE:
+            return {"bsld_tau": h["tau"], **{f"{k}_untrusted": v for k, v in out.items() if k != "bsld_tau"},
+                    "wait": None, "response": None, "bsld": None, "utilisation": None}
+        return out
 
     # ------------------------------------------------------------------ protocol
     def as_dict(self) -> dict[str, Any]:
@@ -136,10 +159,21 @@ class MuscleResult(Result):
         untrusted = self.status != FEASIBLE
         for name, v, u in (("MCP", self.MCP, self.MCP_untrusted), ("LBF", self.LBF, self.LBF_untrusted)):
             yield {"policy": self.policy, "measure": name, "value": v, "value_untrusted": u if untrusted else None}
+        h = self.hpc
+        for name, key in (("wait", "mean_wait"), ("response", "mean_response"), ("bsld", "mean_bsld")):
+            if key in h:
+                v = float(h[key])
+                yield {"policy": self.policy, "measure": name, "value": float("nan") if untrusted else v,
+                       "value_untrusted": v if untrusted else None}
         m = self.metrics
         for j in range(len(m["CP"])):
-            for name in ("CP", "makespan", "idle", "over_deadline", "jobs"):
-                v = float(m[name][j])
+            for name in ("CP", "makespan", "idle", "over_deadline", "jobs", "utilisation"):
+                if name == "utilisation":
+                    if "utilisation" not in h:
+                        continue
+                    v = float(h["utilisation"][j])
+                else:
+                    v = float(m[name][j])
                 yield {"policy": self.policy, "machine": j + 1, "measure": name,
                        "value": float("nan") if untrusted else v, "value_untrusted": v if untrusted else None}
 

@@ -298,6 +298,9 @@ def simulate(
                                "mean_queue": wait_sum / span if (span := float(arrival[-1] - arrival[0])) > 0 else 0.0,
                                "cp_pairing": weights.pairing},
                        offered_load=offered_load(workload, system))
+    from .metrics import workload_metrics
+
+    res.hpc = workload_metrics(arrival, start, finish, cl, used, sizes_m)
     return res.checked(schedule_violations(res, workload, system, phi))
 
 

@@ -15,9 +15,14 @@ model of seed 002 (§2):
   ``seed`` (rule ``"eq5"``); rule ``"requested"`` uses field 9 (requested time)
   instead, ``d_i = a_i + max(field 9, max_j e_ij)``, falling back to Eq. 5 when it is -1.
 
-Jobs with unknown or non-positive run time or size are skipped (counted in
-``meta["skipped"]``). :func:`offered_load` gives the utilisation the log offers
-to a multicluster (work at preferable sizes over capacity times span).
+Every job read is either scheduled or counted in ``meta["dropped"]`` by reason
+(those of :data:`hetsched.traces.workload.DROP_REASONS`, then ``size_unknown``:
+neither field 5 nor field 8 is positive); ``meta["skipped"]`` is their total.
+With ``max_jobs`` the log is streamed in chunks (:func:`hetsched.traces.read_swf`
+with ``chunksize``) and reading stops once enough usable jobs are read, so the
+first thousand jobs of a ten-million-job log cost what a small log costs.
+:func:`offered_load` gives the utilisation the log offers to a multicluster
+(work at preferable sizes over capacity times span).
 """
 
 from __future__ import annotations
@@ -45,6 +50,27 @@ def offered_load(workload: Workload, system: MultiCluster) -> float:
     return work / (system.capacity * span) if span > 0 else float("inf")
 
 
+def _usable(df) -> np.ndarray:
+    """Jobs a MUSCLE workload can use: known submit time, positive run time and size."""
+    alloc = df["allocated_procs"].to_numpy()
+    p = np.where(alloc > 0, alloc, df["requested_procs"].to_numpy())
+    return (df["run_time"].to_numpy() > 0) & (p > 0) & (df["submit_time"].to_numpy() >= 0)
+
+
+def _dropped(df) -> dict:
+    """Unusable jobs of ``df`` by reason: the replay's reasons, then ``size_unknown``."""
+    from ..traces.workload import drop_reasons
+
+    keep, counts, _ids = drop_reasons(df)
+    counts.pop("malformed_line", None)  # counted by the reader (meta["malformed"])
+    alloc = df["allocated_procs"].to_numpy()
+    p = np.where(alloc > 0, alloc, df["requested_procs"].to_numpy())
+    no_size = int(np.sum(keep & ~(p > 0)))
+    if no_size:
+        counts["size_unknown"] = no_size
+    return counts
+
+
 def workload_from_swf(
     path: str | os.PathLike,
     system: MultiCluster,
@@ -59,25 +85,41 @@ def workload_from_swf(
 ) -> Workload:
     """Read jobs ``skip .. skip+max_jobs`` of an SWF log as a :class:`Workload` (see module doc).
 
-    ``meta`` holds ``skipped`` (unusable jobs), ``malformed`` (lines dropped with
-    ``on_error="skip"``), ``clipped`` (sizes cut to the largest cluster), ``job_id``
-    (SWF job numbers of the kept jobs, in arrival order), ``header`` (the log's
-    header metadata) and ``offered_load``.
+    ``meta`` holds ``dropped`` (unusable jobs by reason, among those read),
+    ``skipped`` (their total), ``jobs_read`` (job lines read: all of them, or up
+    to the last job used when ``max_jobs`` stopped the reading), ``malformed``
+    (lines dropped with ``on_error="skip"``), ``clipped`` (sizes cut to the largest
+    cluster), ``job_id`` (SWF job numbers of the kept jobs, in arrival order),
+    ``header`` (the log's header metadata) and ``offered_load``.
     """
+    import pandas as pd
+
     from ..traces import read_swf
 
     if deadline_rule not in ("eq5", "requested"):
         raise ModelError(f"deadline_rule: expected 'eq5' or 'requested', got {deadline_rule!r}")
-    if max_jobs is not None and max_jobs < 1:
-        raise ModelError(f"max_jobs: must be >= 1, got {max_jobs}")
-    if skip < 0:
-        raise ModelError(f"skip: must be >= 0, got {skip}")
-    df = read_swf(path, on_error=on_error)
+    if max_jobs is not None and (isinstance(max_jobs, bool) or not isinstance(max_jobs, (int, np.integer))
+                                 or max_jobs < 1):
+        raise ModelError(f"max_jobs: must be an integer >= 1, got {max_jobs!r}")
+    if isinstance(skip, bool) or not isinstance(skip, (int, np.integer)) or skip < 0:
+        raise ModelError(f"skip: must be an integer >= 0, got {skip!r}")
+    chunk = 100_000 if max_jobs is None else int(min(100_000, max(1_000, 2 * (skip + max_jobs))))
+    parts, usable_parts, n_usable = [], [], 0
+    for part in read_swf(path, on_error=on_error, chunksize=chunk):  # streamed: stop once enough are read
+        ok = _usable(part)
+        parts.append(part)
+        usable_parts.append(ok)
+        n_usable += int(ok.sum())
+        if max_jobs is not None and n_usable >= skip + max_jobs:
+            break
+    df = pd.concat(parts, ignore_index=True) if parts else read_swf(path, on_error=on_error)
+    if parts:
+        df.attrs = dict(parts[-1].attrs)
+    usable = np.concatenate(usable_parts) if usable_parts else np.zeros(0, bool)
     alloc = df["allocated_procs"].to_numpy()
     p_all = np.where(alloc > 0, alloc, df["requested_procs"].to_numpy())
     run_all = df["run_time"].to_numpy()
     sub_all = df["submit_time"].to_numpy()
-    usable = (run_all > 0) & (p_all > 0) & (sub_all >= 0)
     idx = np.flatnonzero(usable)
     # jobs are counted in file order, as the log lists them
     sel = idx[skip:]
@@ -85,7 +127,8 @@ def workload_from_swf(
         sel = sel[:max_jobs]
     # unusable jobs met while reading (all of them unless reading stopped at max_jobs)
     stop = sel[-1] + 1 if (max_jobs is not None and sel.size == max_jobs) else len(df)
-    skipped = int(np.sum(~usable[:stop]))
+    dropped = _dropped(df.iloc[:stop])
+    skipped = int(sum(v for k, v in dropped.items() if k != "malformed_line"))
     if sel.size == 0:
         raise ModelError(f"swf: no usable job in {path} (positive run time and processors, known submit time)")
     a = sub_all[sel].astype(np.float64)
@@ -103,8 +146,8 @@ def workload_from_swf(
     if deadline_rule == "requested":
         rel = np.where(rq > 0, np.maximum(rq, slowest), rel)
     wl = Workload(a, s, xv, a + rel, source=str(path),
-                  meta={"skipped": skipped, "clipped": clipped, "deadline_rule": deadline_rule,
-                        "malformed": int(df.attrs.get("skipped", 0)),
+                  meta={"skipped": skipped, "dropped": dropped, "jobs_read": int(stop), "clipped": clipped,
+                        "deadline_rule": deadline_rule, "malformed": int(df.attrs.get("skipped", 0)),
                         "job_id": df["job_id"].to_numpy()[sel][order], "header": df.attrs.get("header", {})})
     wl.meta["offered_load"] = offered_load(wl, system)
     return wl

@@ -38,10 +38,20 @@ def _ci_text(ci: Any) -> str:
     return "–" if lo is None and hi is None else f"[{fmt(lo)}, {fmt(hi)}]"
 
 
+def _dropped_text(c: dict) -> str:
+    """`` of 18,239 in the log (173 dropped: run time 0 (173))`` for a trace's results, else ``""``."""
+    from ..traces.workload import drop_text
+
+    n, d = c.get("jobs_in_log"), c.get("dropped")
+    if not isinstance(n, int) or not isinstance(d, dict) or not all(isinstance(v, int) for v in d.values()):
+        return ""
+    return f" of {n:,} in the log ({drop_text(d)})"
+
+
 def setup_text(c: dict) -> str:
     if c.get("trace"):
-        return (f"trace {c.get('trace')}: {fmt(c.get('jobs'))} jobs at load {fmt(c.get('load'))}, "
-                f"{fmt(c.get('reps'))} windows (the same for every policy)")
+        return (f"trace {c.get('trace')}: {fmt(c.get('jobs'))} jobs{_dropped_text(c)} at load {fmt(c.get('load'))}, "
+                f"at most {fmt(c.get('reps'))} windows (the same for every policy)")
     hor = f" × {fmt(c.get('horizon'))} time units" if c.get("horizon") is not None else ""
     return f"{fmt(c.get('reps'))} replications{hor}, seed {fmt(c.get('seed'))}, common random numbers (paired)"
 
@@ -55,6 +65,8 @@ def _policy_table(c: dict, metric: str, pct: str) -> str:
         lo, hi = _pair(p.get("ci"))
         rel = _num(p.get("rel_half_width"))
         note = "" if stable else f"unstable: no number ({fmt(p.get('message', ''))})"
+        if stable and str(p.get("message", "")).startswith("no CI"):  # a trace that cannot support an interval
+            note = str(p.get("message"))
         if p.get("exact") is not None:
             note = ("exact value " + fmt(p.get("exact"))) + ("" if p.get("simulated", True) else " (not simulated)")
         rows.append([p.get("rank"), p.get("policy"), mean if stable else "unstable", lo if stable else None,
@@ -163,6 +175,9 @@ def simulate_section(rec, figure_html: str) -> str:
     if unstable:
         head = (f'<span class="mark bad">unstable</span> {esc(metric)} has no number '
                 f"(untrusted {esc(fmt(s.get('mean_untrusted')))}): {esc(fmt(s.get('message', '')))}")
+    elif s.get("status") == 3:  # a trace replay whose windows cannot support an interval
+        head = (f"<b>{esc(metric)} = {esc(fmt(s.get('mean')))}</b> (the replay's own mean), "
+                f'<span class="mark warn">no CI</span>: {esc(fmt(s.get("message", "")))}')
     else:
         head = f"<b>{esc(metric)} = {esc(fmt(s.get('mean')))}</b>, 95% CI {esc(_ci_text(s.get('ci')))}"
     names = s.get("class_names") if isinstance(s.get("class_names"), list) else None
@@ -179,6 +194,12 @@ def simulate_section(rec, figure_html: str) -> str:
            f"model): {head}</p>",
            f'<p class="muted">{esc(fmt(s.get("reps")))} replications × {esc(fmt(s.get("horizon")))} time units, '
            f"seed {esc(fmt(s.get('seed')))}; {esc(fmt(s.get('events')))} events</p>"]
+    if s.get("jobs") is not None and s.get("jobs_in_log") is not None:  # a trace replay: every job accounted for
+        hpc = "".join(f", {label} {esc(fmt(s.get(k)))}" for k, label in (("wait", "mean wait"),
+                                                                         ("bsld", "mean bounded slowdown"))
+                      if s.get(k) is not None)
+        out.append(f"<p>trace {esc(fmt(s.get('trace')))}: {esc(fmt(s.get('jobs')))} jobs replayed"
+                   f"{esc(_dropped_text(s))}{hpc}</p>")
     if rows:
         out.append("<h4>Per class</h4>" + table(["class", metric, "95% CI", *extra], rows))
     if figure_html:

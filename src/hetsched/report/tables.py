@@ -57,22 +57,28 @@ def print_lp(system, res, console: Console | None = None) -> None:
         mat = res.delta_groups
         title = "delta* per group of interchangeable machines (every member gets the group's fraction)"
     else:
-        names = [_u(n) for n in system.machine_labels()]
+        names = [_u(n) for n in system.machine_names]
         mat = res.delta
         title = "delta* (rows: classes, columns: machines)"
     if mat.shape[1] <= _MAX_COLS:
         t = Table(title=title)
         t.add_column("class")
+        named = system.class_names_given
+        if named:
+            t.add_column("name")
         for n in names:
             t.add_column(n, justify="right")
         for i in range(mat.shape[0]):
-            t.add_row(str(i + 1), *[_fmt(x) for x in mat[i]])
+            t.add_row(str(i + 1), *([_u(system.class_names[i])] if named else []), *[_fmt(x) for x in mat[i]])
         con.print(t)
     else:
         con.print(f"({title}: {mat.shape[1]} columns, use --json to see them)")
+        if system.class_names_given:
+            con.print("classes: " + ", ".join(f"{i + 1} = {_u(n)}" for i, n in enumerate(system.class_names)))
     con.print(f"zeros in delta*: {res.zeros} (Proposition 2.2.1 target N*M+1-N-M = {res.target_zeros})")
     sizes = [len(s) for s in res.S]
     con.print(f"|S_i| (machines per class under LPAS): {sizes}")
+
     ns, ns2 = res.ns_lpas(), res.ns_lpas2k()
     con.print(
         f"state information per arrival: LPAS N_s = {ns:.3f} (discount {res.discount(ns):.1f}%), "
@@ -96,7 +102,7 @@ def lp_overview_rows(ids=None) -> list[dict]:
                 "id": sid, "N": s.N, "M": s.M, "lambda": r.lam, "utilization": r.utilization,
                 "stabilizable": r.stabilizable, "zeros": r.zeros, "target_zeros": r.target_zeros,
                 "Ns_lpas": r.ns_lpas(), "discount_lpas": r.discount(r.ns_lpas()),
-                "discount_lpas2k": r.discount(r.ns_lpas2k()), "ms": r.wall_seconds * 1e3,
+                "discount_lpas2k": r.discount(r.ns_lpas2k()), "ms": r.seconds * 1e3,
             }
         )
     return rows

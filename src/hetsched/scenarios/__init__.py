@@ -56,7 +56,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError, ScenarioError
-from ..system import MAX_CELLS, MAX_GROUPS, MAX_MACHINES, MAX_RATE, MAX_STREAM_CELLS, MIN_RATE, CpuChain, Failures, MachineGroup, System
+from ..fields import MAX_RATE, MAX_STREAM_CELLS, MIN_RATE, duplicate, size_problem
+from ..system import CpuChain, Failures, MachineGroup, System
 from ..validation import check_file
 from ..validation import show as _show
 from . import schema as _schema
@@ -207,6 +208,9 @@ def _build(f: "_schema.ScenarioFile", label: str, arrivals: str | None, case: in
         if f.machine_names is not None and len(f.machine_names) != width:
             raise _err(label, "machine_names", f"expected {width} names (one per column of 'mu'), got "
                                                f"{len(f.machine_names)}")
+        dup = duplicate(f.machine_names or [])
+        if dup:
+            raise _err(label, f"machine_names[{dup[0]}]", f"machine names must be unique, got {dup[1]!r} twice")
     else:
         sized = [(k, len(g.mu)) for k, g in enumerate(f.groups) if g.mu is not None]
         if sized:
@@ -223,26 +227,19 @@ def _build(f: "_schema.ScenarioFile", label: str, arrivals: str | None, case: in
             if g.power is not None and f.base_time is None:
                 raise _err(label, f"groups[{k}].power", "needs a top-level 'base_time' list (mu = power / base_time)")
         per_copy = sum(g.count for g in f.groups)
-        names = [g.name for g in f.groups]
-        for k, n in enumerate(names):
-            if n in names[:k]:
-                raise _err(label, f"groups[{k}].name", f"group names must be unique, got {n!r} twice")
+        dup = duplicate([g.name for g in f.groups])
+        if dup:
+            raise _err(label, f"groups[{dup[0]}].name", f"group names must be unique, got {dup[1]!r} twice")
     if f.base_time is not None and len(f.base_time) != N:
         raise _err(label, "base_time", f"expected {N} base times (one per class; {n_src}), got {len(f.base_time)}")
     if f.power_random is not None and f.base_time is None:
         raise _err(label, "power_random", "needs a top-level 'base_time' list")
     M = per_copy * f.replicate
     where_m = "replicate" if f.replicate > 1 else ("mu" if f.mu is not None else "groups")
-    if M > MAX_MACHINES:
-        raise _err(label, where_m, f"{M:,} machines in all exceed the limit of {MAX_MACHINES:,}")
-    if N * M > MAX_CELLS:
-        raise _err(label, where_m, f"N x M = {N:,} x {M:,} = {N * M:,} rates exceed the limit of {MAX_CELLS:,}")
     n_groups = (per_copy if f.mu is not None or f.power_random is not None else len(f.groups)) * f.replicate
-    if n_groups > MAX_GROUPS:
-        raise _err(label, where_m, f"{n_groups:,} machine groups in all exceed the limit of {MAX_GROUPS:,} "
-                                   "(give identical machines as one group with a count)")
-    if f.class_names is not None and len(f.class_names) != N:
-        raise _err(label, "class_names", f"expected {N} names (one per class; {n_src}), got {len(f.class_names)}")
+    problem = size_problem(N, M, n_groups)  # before building anything big
+    if problem:
+        raise _err(label, where_m, problem)
 
     # --- arrival rates: every variant checked, the chosen one used -------------
     variants = f.arrivals.variants() if f.arrivals is not None else {}

@@ -33,7 +33,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ..errors import ScenarioError
-from ..system import (
+from ..fields import (
     MAX_CLASSES,
     MAX_MACHINES,
     MAX_NAME,

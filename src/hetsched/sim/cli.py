@@ -50,12 +50,14 @@ def simulate_cmd(
                                           "the whole log, batch means over --reps windows) or independent (each "
                                           "window replayed from an empty system)."),
     records: Optional[Path] = typer.Option(None, "--records", help="Write one record per task (task, class, "
-                                           "arrival, start, end, machine, attempts, rep) to this Parquet file."),
+                                           "arrival, start, end, machine, attempts, rep; a trace adds job_id, "
+                                           "wait, response, bounded_slowdown) to this .parquet or .csv file."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     outdir: Optional[Path] = typer.Option(None, "--outdir", help="Also write the result (CSV, Parquet, JSON with "
                                           "provenance) into this folder, for `hetsched report`."),
-    force: bool = typer.Option(False, "--force", help="Replace the results already in --outdir and an existing --records file (refused otherwise)."),
+    force: bool = typer.Option(False, "--force", help="With --outdir: replace the results already there; with "
+                               "--records: replace that file."),
 ) -> None:
     """Simulate SCENARIO under one policy; print Qbar (or W) with its 95% confidence interval."""
     from ..errors import HetschedError
@@ -78,7 +80,9 @@ def simulate_cmd(
     if windows is not None:
         options["windows"] = windows
     if records is not None:  # checked before the run, so that a bad path never costs a finished run
-        _check_out(records, force)
+        from ..traces.records import check_records_path
+
+        check_records_path(records, force=force)
         options["records"] = True
     if trace is not None:
         from ..traces import workload
@@ -104,11 +108,11 @@ def simulate_cmd(
     if records is not None:
         from ..traces import write_records
 
-        write_records(res.records, records, overwrite=force, meta={"model": out.get("model"), "scenario": system.id,
+        write_records(res.records, records, meta={"model": out.get("model"), "scenario": system.id,
                                                    "policy": out["policy"], "seed": seed, "reps": reps,
                                                    "trace": None if trace is None else str(trace),
                                                    "load": out.get("load"), "machines": system.M,
-                                                   **_names(system)})
+                                                   **_names(system)}, force=force)
         out["records"] = str(records)
     if outdir is not None and not isinstance(res, dict):
         _write_outdir(res, out, system, outdir, prov)
@@ -140,13 +144,6 @@ def _write_outdir(res, out: dict, system, outdir: Path, prov) -> None:
     out["outdir"] = str(outdir)
 
 
-def _check_out(path: Path, force: bool = False) -> None:
-    """The --records target checked by the safe writer's rules (exists without --force, a link, a device...)."""
-    from ..safeio import check_output
-
-    check_output(path, force=force, what="--records file")
-
-
 def _fmt(x) -> str:
     return "-" if x is None else f"{x:.4g}"
 
@@ -161,6 +158,8 @@ def _print(out: dict) -> None:
         typer.echo(f"  UNSTABLE: {msg}")
         if out.get("mean_untrusted") is not None:
             typer.echo(f"  (untrusted {metric} over the run: {_fmt(out['mean_untrusted'])})")
+    elif out.get("status") == 3:  # a trace replay whose windows cannot support an interval
+        typer.echo(f"  {name}: {_fmt(out['mean'])}  (the replay's own mean; no confidence interval, see below)")
     else:
         lo, hi = out["ci"]
         rel = out.get("rel_half_width", out.get("accuracy"))
@@ -191,9 +190,13 @@ def _print(out: dict) -> None:
     for e in extra:
         typer.echo(f"  {e}")
     if out.get("jobs") is not None:  # trace replay
+        from ..traces.replay import replay_lines
+
         typer.echo(f"  trace: {out['jobs']:,} jobs, {out.get('windows', out.get('reps'))} {out.get('windows_rule')} "
                    f"windows, load "
                    f"1/lambda* = {out['load']:.4g} (lambda* = {out['lp_lambda']:.4g}), classes by {out.get('classes')}")
+        for line in replay_lines(out):
+            typer.echo(f"  {line}")
         typer.echo(f"  {out['events']:,} events in {out['wall_seconds']:.2f} s")
     else:
         typer.echo(f"  {out.get('reps', '?')} replications x {out.get('horizon', '?')} time units, seed "

@@ -2,9 +2,10 @@
 
 Public surface::
 
-    from hetsched.srn import Net, mark, rate, reward, solve
-    res = solve(net)                    # explore + eliminate + steady state
-    res.expect(mark("Q")), res.expect(rate("serve"))
+    from hetsched.srn import Net, mark, rate, reward, solve, read
+    res = solve(net)                    # explore + eliminate + steady state + measures
+    res.expect(mark("Q")), res.expect(rate("serve")), res.tokens, res.throughputs
+    res = solve(read("model.PNPRO", page="FMS"))   # a PNML or GreatSPN file
 
 See ``docs/srn.md``; the grid gang-scheduling model (Ro & Cao) is
 :mod:`hetsched.srn.gang`.
@@ -18,9 +19,11 @@ from .._lazy import lazy_names
 # CLI for an unrelated command) loads neither numba nor scipy.
 _LAZY = {
     "SRNResult": "analysis", "solve": "analysis",
+    **{name: "files" for name in ("read", "pages")}, "NetPage": "draft",
+    "Measure": "expr", "parse_measure": "expr",
     **{name: "net" for name in ("MarkingView", "Net", "Reward", "mark", "rate", "reward")},
     **{name: "reach" for name in ("CTMC", "StateSpace", "explore", "to_ctmc")},
-    **{name: "solve" for name in ("SteadyState", "expect", "steady_state", "transient")},
+    **{name: "steady" for name in ("SteadyState", "expect", "steady_state", "transient")},
 }
 
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
@@ -30,5 +33,5 @@ __all__ = [
     "Net", "MarkingView", "Reward", "mark", "rate", "reward",
     "StateSpace", "CTMC", "explore", "to_ctmc",
     "SteadyState", "steady_state", "transient", "expect",
-    "SRNResult", "solve",
+    "SRNResult", "solve", "read", "pages", "NetPage", "Measure", "parse_measure",
 ]

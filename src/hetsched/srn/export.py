@@ -55,9 +55,9 @@ import numpy as np
 
 from ..errors import ModelError
 from ..safeio import write_bytes
-from .explicit import to_drn, to_prism, to_storm_explicit  # noqa: F401 - split for length; same API
-from .net import Net
-from .reach import StateSpace
+from .net import Net, Reward
+from .reach import CTMC, StateSpace
+from .unfold import GSPNForm, GSPNTransition, gspn_form, srn_features
 
 __all__ = ["to_gspn_pnml", "to_pnpro", "gspn_form", "GSPNForm", "GSPNTransition", "srn_features",
            "to_pnml", "to_drn", "to_storm_explicit", "to_prism"]
@@ -68,313 +68,6 @@ PTNET = "http://www.pnml.org/version-2009/grammar/ptnet"
 
 def _fname(f) -> str:
     return getattr(f, "__name__", repr(f))
-
-
-# --------------------------------------------------------------------------- GSPN form
-
-
-@dataclass(frozen=True)
-class GSPNTransition:
-    """One GSPN transition: constant rate (timed, single server) or weight (immediate)."""
-
-    name: str
-    timed: bool
-    value: float
-    priority: int
-    inputs: dict[str, int]
-    outputs: dict[str, int]
-    inhibitors: dict[str, int]
-    origin: str          # the net transition it comes from
-
-
-@dataclass
-class GSPNForm:
-    """A net with constant rates, weights and arcs and no guards (a GSPN)."""
-
-    name: str
-    places: dict[str, int]              # initial marking
-    bounds: dict[str, int]              # largest reachable token count of each place
-    transitions: list[GSPNTransition] = field(default_factory=list)
-    unfolded: dict[str, int] = field(default_factory=dict)   # net transition -> number of copies
-
-    def to_net(self) -> Net:
-        """The GSPN as a hetsched :class:`Net` (to check the unfolding)."""
-        net = Net(self.name)
-        net.places(**self.places)
-        for t in self.transitions:
-            arcs = dict(inputs=t.inputs, outputs=t.outputs, inhibitors=t.inhibitors)
-            if t.timed:
-                net.timed(t.name, t.value, **arcs)
-            else:
-                net.immediate(t.name, t.value, priority=t.priority, **arcs)
-        return net
-
-
-def srn_features(net: Net) -> dict[str, list[str]]:
-    """The SRN-only features of each transition (empty for a GSPN).
-
-    A marking-dependent rate, weight, guard or arc multiplicity has no GSPN
-    counterpart (Storm's and GreatSPN's transitions have constant rates and
-    constant arcs; Storm's timed transitions are single-server in PNML).
-    """
-    out: dict[str, list[str]] = {}
-    for t in net.transitions:
-        f = []
-        if callable(t.value):
-            f.append(f"marking-dependent {'rate' if t.timed else 'weight'}")
-        if t.guard is not None:
-            f.append("guard")
-        for label, arcs in (("input", t.inputs), ("output", t.outputs), ("inhibitor", t.inhibitors)):
-            md = [p for p, m in arcs if callable(m)]
-            if md:
-                f.append(f"marking-dependent {label} arc(s) {', '.join(md)}")
-        if f:
-            out[t.name] = f
-    return out
-
-
-class _RecordingView:
-    """Marking view that records which places a function reads."""
-
-    __slots__ = ("_X", "_index", "_seen")
-
-    def __init__(self, X, index, seen):
-        object.__setattr__(self, "_X", X)
-        object.__setattr__(self, "_index", index)
-        object.__setattr__(self, "_seen", seen)
-
-    def __getitem__(self, name):
-        try:
-            j = self._index[name]
-        except KeyError:
-            raise ModelError(f"unknown place {name!r} used in a marking-dependent function") from None
-        self._seen.add(name)
-        return self._X[..., j]
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self[name]
-
-    def __len__(self):
-        return 1 if self._X.ndim == 1 else self._X.shape[0]
-
-
-def _evaluate(f, X, index, seen, what, tname) -> np.ndarray:
-    """``f`` on the batch ``X`` (per marking if the batched call fails), recording the places read."""
-    B = X.shape[0]
-    if B == 0:
-        return np.zeros(0)
-    try:
-        v = np.asarray(f(_RecordingView(X, index, seen)))
-        if v.shape == ():
-            return np.broadcast_to(v, (B,))
-        if v.shape == (B,):
-            return v
-    except ModelError:
-        raise
-    except Exception:  # noqa: BLE001 - scalar-only function: per marking below
-        pass
-    out = []
-    for i in range(B):
-        try:
-            out.append(f(_RecordingView(X[i], index, seen)))
-        except Exception as exc:  # noqa: BLE001
-            raise ModelError(f"{what} of transition {tname!r} raised {type(exc).__name__}: {exc}") from exc
-    return np.asarray(out)
-
-
-def _relevant_markings(space: StateSpace, timed: bool) -> np.ndarray:
-    # timed transitions only fire in tangible markings; immediate ones are evaluated everywhere
-    X = space.markings.astype(np.int64)
-    return X[~space.vanishing] if timed else X
-
-
-def _unfold_transition(t, X: np.ndarray, index: dict[str, int], bounds: dict[str, int],
-                       taken: set[str]) -> list[GSPNTransition]:
-    """Copies of SRN transition ``t`` that reproduce it on the markings ``X`` (see module docstring)."""
-    seen: set[str] = set()
-    B = X.shape[0]
-    en = np.ones(B, dtype=bool)
-    arc_vals: dict[tuple[str, str], np.ndarray] = {}
-    for kind, arcs in (("in", t.inputs), ("inh", t.inhibitors)):
-        for p, m in arcs:
-            v = (np.full(B, m, np.int64) if not callable(m)
-                 else _evaluate(m, X, index, seen, f"multiplicity of {kind} arc {p}", t.name).astype(np.int64))
-            arc_vals[(kind, p)] = v
-            col = X[:, index[p]]
-            en &= (col >= v) if kind == "in" else ~((col >= v) & (v > 0))
-    if t.guard is not None:
-        rows = np.flatnonzero(en)
-        g = _evaluate(t.guard, X[rows], index, seen, "guard", t.name).astype(bool)
-        en[rows[~g]] = False
-    rows = np.flatnonzero(en)
-    if callable(t.value):
-        val = np.asarray(_evaluate(t.value, X[rows], index, seen, "rate" if t.timed else "weight", t.name),
-                         dtype=np.float64)
-    else:
-        val = np.full(rows.size, float(t.value))
-    keep = val > 0
-    rows, val = rows[keep], val[keep]
-    outs = {}
-    for p, m in t.outputs:
-        outs[p] = (np.full(rows.size, m, np.int64) if not callable(m)
-                   else _evaluate(m, X[rows], index, seen, f"multiplicity of output arc {p}", t.name).astype(np.int64))
-    S = [p for p in index if p in seen]          # net order
-    sidx = [index[p] for p in S]
-    ins_names = [p for p, _ in t.inputs]
-    inh_names = [p for p, _ in t.inhibitors]
-    out_names = [p for p, _ in t.outputs]
-    # effect of each enabled marking: (in mults, inhibitor mults, out mults, value)
-    eff = np.column_stack([*(arc_vals[("in", p)][rows] for p in ins_names),
-                           *(arc_vals[("inh", p)][rows] for p in inh_names),
-                           *(outs[p] for p in out_names), val.view(np.int64)]) if rows.size else np.zeros((0, 1))
-    keys = X[rows][:, sidx] if rows.size else np.zeros((0, len(S)), np.int64)
-    if rows.size == 0:
-        return []
-    uk, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    inv = inv.ravel()
-    if not np.array_equal(eff, eff[first][inv]):
-        raise ModelError(f"GSPN unfolding: transition {t.name!r}: a function returns different values for "
-                         f"the same values of the places it reads ({', '.join(S) or 'none'}); it must be a "
-                         f"pure function of the marking")
-    ueff = eff[first]
-    # observed keys on every relevant marking (enabled or not): a run of copies may not cover a key
-    # at which t is never enabled. The place tested by an interval is the one giving the fewest copies.
-    all_keys = np.unique(X[:, sidx], axis=0) if S else np.zeros((1, 0), np.int64)
-    runs: list[tuple[tuple, int, int, int]] = [((), 0, 0, 0)]
-    if S:
-        best = None
-        for last in range(len(S)):
-            cols = [j for j in range(len(S)) if j != last] + [last]
-            r = _runs(all_keys[:, cols], {tuple(k): i for i, k in enumerate(uk[:, cols].tolist())}, ueff)
-            if best is None or len(r) < len(best[1]):
-                best = (cols, r)
-        cols, runs = best
-        S = [S[j] for j in cols]
-    copies = []
-    for n, (grp, lo, hi, i) in enumerate(runs):
-        e = ueff[i].tolist()
-        k = 0
-        ins = {}
-        for p in ins_names:
-            ins[p] = int(e[k]); k += 1
-        inh = {}
-        for p in inh_names:
-            inh[p] = int(e[k]); k += 1
-        out = {}
-        for p in out_names:
-            out[p] = int(e[k]); k += 1
-        value = float(np.int64(e[k]).view(np.float64))
-        # pin the places read: exact values for all but the last, an interval for the last
-        tests = {p: (v, v) for p, v in zip(S[:-1], grp)}
-        if S:
-            tests[S[-1]] = (lo, hi)
-        ins = {p: v for p, v in ins.items() if v > 0}
-        inh = {p: v for p, v in inh.items() if v > 0}
-        out = {p: v for p, v in out.items() if v > 0}
-        for p, (a, b) in tests.items():
-            need = max(ins.get(p, 0), a)
-            extra = need - ins.get(p, 0)
-            if need > 0:
-                ins[p] = need
-            if extra:
-                out[p] = out.get(p, 0) + extra
-            if b < bounds[p]:
-                inh[p] = min(inh.get(p, b + 1), b + 1)
-        name = t.name if len(runs) == 1 and not tests else f"{t.name}__{n}"
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        copies.append(GSPNTransition(name, t.timed, value, int(t.priority), ins, out, inh, t.name))
-    return copies
-
-
-def _runs(all_keys: np.ndarray, enabled_key: dict, ueff: np.ndarray) -> list[tuple[tuple, int, int, int]]:
-    """Maximal runs ``(group, lo, hi, key)`` of consecutive observed keys (last column varying)
-    at which the transition is enabled with one effect."""
-    runs = []
-    order = np.lexsort(all_keys.T[::-1])
-    cur = None
-    for k in all_keys[order].tolist():
-        grp, last = tuple(k[:-1]), k[-1]
-        i = enabled_key.get(tuple(k))
-        if i is not None and cur is not None and cur[0] == grp and np.array_equal(ueff[cur[3]], ueff[i]):
-            cur[2] = last
-            continue
-        if cur is not None:
-            runs.append(tuple(cur))
-            cur = None
-        if i is not None:
-            cur = [grp, last, last, i]
-    if cur is not None:
-        runs.append(tuple(cur))
-    return runs
-
-
-def gspn_form(net: Net, *, unfold: bool = True, space: StateSpace | None = None,
-              check: bool = True) -> GSPNForm:
-    """The net as a GSPN (constant rates, weights and arcs, no guards).
-
-    Parameters
-    ----------
-    net : Net
-    unfold : bool
-        ``False``: a net with SRN-only features (see :func:`srn_features`) raises
-        :class:`~hetsched.errors.ModelError` naming each transition and feature.
-        ``True`` (default): such transitions are unfolded over the reachable
-        markings (module docstring); the chain is the same.
-    space : StateSpace, optional
-        The reachability graph of ``net`` if already explored.
-    check : bool
-        Explore the unfolded GSPN and check that it has the same tangible
-        markings and the same generator (raises :class:`ModelError` otherwise).
-    """
-    from .reach import explore
-
-    feats = srn_features(net)
-    if feats and not unfold:
-        what = "; ".join(f"{t}: {', '.join(f)}" for t, f in feats.items())
-        raise ModelError(f"net {net.name!r} is not a GSPN (Storm and GreatSPN need constant rates, weights and "
-                         f"arcs and no guards): {what}. Unfold it instead (the default; exact on the reachable markings)")
-    space = space if space is not None else explore(net)
-    names = net.place_names
-    index = {p: j for j, p in enumerate(names)}
-    bounds = {p: int(b) for p, b in zip(names, space.markings.max(axis=0))}
-    form = GSPNForm(net.name, {p: int(v) for p, v in zip(names, net.initial_marking)}, bounds)
-    taken = set(net.transition_names) | set(names)
-    for t in net.transitions:
-        if t.name not in feats:
-            form.transitions.append(GSPNTransition(
-                t.name, t.timed, float(t.value), int(t.priority), dict(t.inputs), dict(t.outputs),
-                dict(t.inhibitors), t.name))
-            continue
-        taken.discard(t.name)
-        copies = _unfold_transition(t, _relevant_markings(space, t.timed), index, bounds, taken)
-        form.transitions.extend(copies)
-        form.unfolded[t.name] = len(copies)
-    if check and feats:
-        _check_same_chain(space, form)
-    return form
-
-
-def _check_same_chain(space: StateSpace, form: GSPNForm) -> None:
-    from .reach import explore, to_ctmc
-
-    other = explore(form.to_net(), max_states=max(2 * space.n_states, 10))
-    a, b = to_ctmc(space), to_ctmc(other)
-    if a.n != b.n:
-        raise ModelError(f"GSPN unfolding of {form.name!r} changed the chain: {a.n} tangible markings "
-                         f"became {b.n} (a marking-dependent function is not a function of the marking?)")
-    ka = {tuple(r): i for i, r in enumerate(a.markings.tolist())}
-    try:
-        perm = np.array([ka[tuple(r)] for r in b.markings.tolist()])
-    except KeyError:
-        raise ModelError(f"GSPN unfolding of {form.name!r} reaches other markings than the net") from None
-    Qa = a.Q.tocsr()[perm][:, perm]
-    d = abs(Qa - b.Q).max() if b.Q.nnz else 0.0
-    if d > 1e-9 * max(1.0, abs(b.Q).max()):
-        raise ModelError(f"GSPN unfolding of {form.name!r} changed the generator (max difference {d:.3g})")
 
 
 def _num(x: float) -> str:
@@ -500,5 +193,118 @@ def to_pnml(net: Net, path: str | Path | None = None, *, overwrite: bool = False
 
 
 def _put(path: str | Path, data: str | bytes, overwrite: bool) -> None:
-    """One exported file through the safe writer (:func:`hetsched.safeio.write_bytes`; existing: ``overwrite``)."""
+    """One exported file through the safe writer (:func:`hetsched.safeio.write_bytes`): an existing file only
+    with ``overwrite``, never through a link or over a device; a full disk leaves no half file."""
     write_bytes(path, data.encode() if isinstance(data, str) else data, force=overwrite, what="export file")
+
+
+def _rewards(ctmc: CTMC, rewards: dict[str, Reward] | None) -> dict[str, np.ndarray]:
+    from .steady import reward_vector
+
+    return {k: reward_vector(ctmc, r) for k, r in (rewards or {}).items()}
+
+
+def to_drn(ctmc: CTMC, path: str | Path, rewards: dict[str, Reward] | None = None, *,
+           overwrite: bool = False) -> Path:
+    """Write the CTMC in Storm's DRN format (rates; state rewards in brackets)."""
+    path = Path(path)
+    R = _rewards(ctmc, rewards)
+    names = list(R)
+    Q = ctmc.Q.tocsr()
+    init = int(np.argmax(ctmc.p0))
+    exit_rate = -Q.diagonal()
+    lines = ["// exported by hetsched.srn", "@type: CTMC", "@value_type: double", "@parameters", "", "@reward_models",
+             " ".join(names), "@nr_states", str(ctmc.n), "@nr_choices", str(ctmc.n), "@model"]
+    for s in range(ctmc.n):
+        rw = f" [{', '.join(repr(float(R[k][s])) for k in names)}]" if names else ""
+        lab = " init" if s == init else ""
+        lines.append(f"state {s} !{float(exit_rate[s])!r}{rw}{lab}")
+        lines.append("\taction 0")
+        for kk in range(Q.indptr[s], Q.indptr[s + 1]):
+            j = Q.indices[kk]
+            if j != s:
+                lines.append(f"\t\t{j} : {float(Q.data[kk])!r}")
+    _put(path, "\n".join(lines) + "\n", overwrite)
+    return path
+
+
+def _init_state(ctmc: CTMC) -> int:
+    return int(np.argmax(ctmc.p0))
+
+
+def to_storm_explicit(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward] | None = None, *,
+                      overwrite: bool = False) -> list[Path]:
+    """Write Storm's explicit files: ``prefix.tra``, ``prefix.lab``, ``prefix.<reward>.rew``.
+
+    ``.tra`` starts with the model type ``ctmc`` and lists ``from to rate`` per
+    line (sorted, no header of counts); ``.lab`` declares ``init`` and
+    ``deadlock``; each reward gets its own state-reward file (Storm's explicit
+    parser reads one per model: ``stormpy.build_model_from_explicit(tra, lab,
+    state_rewards=rew)``). Rewards must be >= 0 there. A ``prefix.sta`` with the
+    markings (PRISM syntax) is written too, for people; Storm ignores it.
+    """
+    prefix = Path(prefix)
+    R = _rewards(ctmc, rewards)
+    for k, v in R.items():
+        if v.size and v.min() < 0:
+            raise ModelError(f"reward {k!r}: Storm's explicit format needs rewards >= 0, "
+                             f"got {float(v.min())!r}")
+    Q = ctmc.Q.tocoo()
+    off = Q.row != Q.col
+    order = np.lexsort((Q.col[off], Q.row[off]))
+    out = []
+    p = Path(f"{prefix}.tra")
+    _put(p, "ctmc\n" + "".join(f"{i} {j} {float(v)!r}\n" for i, j, v in
+                                zip(Q.row[off][order], Q.col[off][order], Q.data[off][order])), overwrite)
+    out.append(p)
+    p = Path(f"{prefix}.lab")
+    dead = np.flatnonzero(np.diff(ctmc.Q.tocsr().indptr) == 0) if ctmc.n > 1 else np.zeros(0, int)
+    labels = {_init_state(ctmc): ["init"]}
+    for s in dead:
+        labels.setdefault(int(s), []).append("deadlock")
+    _put(p, "#DECLARATION\ninit deadlock\n#END\n"
+         + "".join(f"{s} {' '.join(v)}\n" for s, v in sorted(labels.items())), overwrite)
+    out.append(p)
+    for k, v in R.items():
+        p = Path(f"{prefix}.{k}.rew")
+        nz = np.flatnonzero(v)
+        _put(p, "".join(f"{s} {float(v[s])!r}\n" for s in nz), overwrite)
+        out.append(p)
+    p = Path(f"{prefix}.sta")
+    _put(p, _sta_text(ctmc), overwrite)
+    out.append(p)
+    return out
+
+
+def _sta_text(ctmc: CTMC) -> str:
+    names = ctmc.space.net.place_names
+    return "(" + ",".join(names) + ")\n" + "".join(
+        f"{s}:(" + ",".join(str(int(v)) for v in ctmc.markings[s]) + ")\n" for s in range(ctmc.n))
+
+
+def to_prism(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward] | None = None, *,
+             overwrite: bool = False) -> list[Path]:
+    """Write PRISM explicit files ``prefix.tra/.sta/.lab`` and ``prefix.<name>.srew``."""
+    prefix = Path(prefix)
+    Q = ctmc.Q.tocoo()
+    off = Q.row != Q.col
+    out = []
+    p = prefix.with_suffix(".tra")
+    rows = [f"{ctmc.n} {int(off.sum())}"]
+    order = np.lexsort((Q.col[off], Q.row[off]))
+    for i, j, v in zip(Q.row[off][order], Q.col[off][order], Q.data[off][order]):
+        rows.append(f"{i} {j} {float(v)!r}")
+    _put(p, "\n".join(rows) + "\n", overwrite)
+    out.append(p)
+    p = prefix.with_suffix(".sta")
+    _put(p, _sta_text(ctmc), overwrite)
+    out.append(p)
+    p = prefix.with_suffix(".lab")
+    _put(p, '0="init" 1="deadlock"\n' + f"{int(np.argmax(ctmc.p0))}: 0\n", overwrite)
+    out.append(p)
+    for k, v in _rewards(ctmc, rewards).items():
+        p = Path(f"{prefix}.{k}.srew")
+        nz = np.flatnonzero(v)
+        _put(p, f"{ctmc.n} {nz.size}\n" + "".join(f"{s} {float(v[s])!r}\n" for s in nz), overwrite)
+        out.append(p)
+    return out

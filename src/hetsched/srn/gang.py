@@ -14,7 +14,9 @@ Places (initial marking)
 
 Timed transitions (rate)
     ``T``      gang arrival, rate ``lambda``, guard ``#GQ < C``  (Table 4 prints
-               ``mu*#PCONT`` for T; the text says rate lambda, *A*)
+               ``mu*#PCONT`` for T; the text says rate lambda, *A*); ``arrival=
+               "lambda*pcont"``: ``lambda*#PCONT``; ``arrival="mu*pcont"``: Table 4 as written,
+               ``arrival_mu*#PCONT`` (then lambda does not enter the model)
     ``GS1``    dispatch a gang to site 1: GQ -1, N1 -np, LQ1 +np; rate ``mu1*#PCONT``;
                guard = policy guard of site 1 (Table 5)
     ``GS2``    same for site 2, rate ``mu2*#PCONT``
@@ -33,6 +35,8 @@ Immediate transitions (all priority 1, weight 1)
 
 Policies (guards of GS1 / GS2, Table 5; relation signs lost in the paper, *A*)
     LS   round robin: GS1/GS11 need the token in RR1 and pass it to RR2, and back
+         (``ls_rule="round-robin"``, *A*); ``ls_rule="race"``: no RR places, GS1 and GS2
+         race whenever both can fire ("in turn" read as "both take part")
     LC1  ``#LQ1 <= #LQ2`` / ``#LQ1 > #LQ2``
     LC2  ``#LQ1 + #LQ2 <= th1`` / ``th1 < #LQ1 + #LQ2 <= th2`` with
          ``th1 = (h1+h2)/3``, ``th2 = 2(h1+h2)/3``, ``h_i = n_i + q_i``
@@ -49,20 +53,24 @@ Measures (eqs 1-4)
 from __future__ import annotations
 
 import numbers
+import math
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import ModelError
+from ..results import Result, fmt, jsonable
 from .net import Net, mark, rate
 
-__all__ = ["GangParams", "POLICIES", "gang_net", "gang_measures", "solve_gang", "LAMBDAS"]
+__all__ = ["GangParams", "GangResult", "POLICIES", "gang_net", "gang_measures", "solve_gang", "LAMBDAS"]
 
 POLICIES = ("LS", "LC1", "LC2")
 LAMBDAS = tuple(1.0 + 0.5 * i for i in range(10))   # 1.0, 1.5, ..., 5.5 (Section 5.2)
 MIGRATION_GUARDS = ("table", "text")
 LC2_RULES = ("table", "text")
+LS_RULES = ("round-robin", "race")
+ARRIVALS = ("lambda", "lambda*pcont", "mu*pcont")
 
 
 @dataclass(frozen=True)
@@ -84,9 +92,12 @@ class GangParams:
     migration_guard: str = "table"                  # "table": 1 < #N1 < np, #N2 > np-#N1; "text": 0 < .., >=
     migration_follows_policy: bool = True
     load_includes_waiting: bool = False             # LC1/LC2 load: #LQ_i (False) or #LQ_i + #pl_i
-    arrival_scales_with_pcont: bool = False         # Table 4 literally: T rate lambda*#PCONT
+    arrival_scales_with_pcont: bool = False         # same as arrival="lambda*pcont" (kept for old callers)
     lc2_rule: str = "table"                         # LC-2: "table" (th1 < TL <= th2 for GS2) or "text" (TL > th1)
     W: float = 10.0
+    ls_rule: str = "round-robin"                    # LS: strict alternation through RR1/RR2 (A), or "race"
+    arrival: str = "lambda"                         # rate of T: "lambda", "lambda*pcont", "mu*pcont" (Table 4)
+    arrival_mu: float = 1.0                         # the mu of Table 4's T rate mu*#PCONT (arrival="mu*pcont")
 
     def __post_init__(self):
         pol = str(self.policy).upper().replace("-", "")
@@ -123,6 +134,18 @@ class GangParams:
             raise ModelError(f"migration_guard must be one of {MIGRATION_GUARDS}, got {self.migration_guard!r}")
         if self.lc2_rule not in LC2_RULES:
             raise ModelError(f"lc2_rule must be one of {LC2_RULES}, got {self.lc2_rule!r}")
+        if self.ls_rule not in LS_RULES:
+            raise ModelError(f"ls_rule must be one of {LS_RULES}, got {self.ls_rule!r}")
+        if self.arrival not in ARRIVALS:
+            raise ModelError(f"arrival must be one of {ARRIVALS}, got {self.arrival!r}")
+        if self.arrival_scales_with_pcont:
+            if self.arrival not in ("lambda", "lambda*pcont"):
+                raise ModelError(f"arrival_scales_with_pcont=True contradicts arrival={self.arrival!r}")
+            object.__setattr__(self, "arrival", "lambda*pcont")
+        object.__setattr__(self, "arrival_scales_with_pcont", self.arrival == "lambda*pcont")
+        v = self.arrival_mu
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) or v <= 0:
+            raise ModelError(f"arrival_mu must be a number > 0, got {v!r}")
 
     @property
     def K(self) -> int:
@@ -148,13 +171,17 @@ def gang_net(p: GangParams) -> Net:
     th1, th2 = p.thresholds
     net = Net(f"gang_{p.policy}")
     net.places(GQ=0, PCONT=1, N1=n1, LQ1=0, pl1=0, N2=n2, LQ2=0, pl2=0)
-    if p.policy == "LS":
+    rr = p.policy == "LS" and p.ls_rule == "round-robin"
+    if rr:
         net.places(RR1=1, RR2=0)
 
     lam = p.arrival_rate
     C = p.capacity
-    if p.arrival_scales_with_pcont:
+    if p.arrival == "lambda*pcont":
         net.timed("T", lambda m: lam * m["PCONT"], outputs={"GQ": 1}, guard=lambda m: m["GQ"] < C)
+    elif p.arrival == "mu*pcont":
+        mu_t = p.arrival_mu
+        net.timed("T", lambda m: mu_t * m["PCONT"], outputs={"GQ": 1}, guard=lambda m: m["GQ"] < C)
     else:
         net.timed("T", lam, outputs={"GQ": 1}, guard=lambda m: m["GQ"] < C)
     net.immediate("Tinc", outputs={"PCONT": 1},
@@ -179,8 +206,8 @@ def gang_net(p: GangParams) -> Net:
     for i, j in ((1, 2), (2, 1)):
         mu_i = p.mu[i - 1]
         Ni, Nj = f"N{i}", f"N{j}"
-        rr_in = {f"RR{i}": 1} if p.policy == "LS" else {}
-        rr_out = {f"RR{j}": 1} if p.policy == "LS" else {}
+        rr_in = {f"RR{i}": 1} if rr else {}
+        rr_out = {f"RR{j}": 1} if rr else {}
         net.timed(f"GS{i}", lambda m, mu_i=mu_i: mu_i * m["PCONT"],
                   inputs={"GQ": 1, Ni: npg, **rr_in}, outputs={f"LQ{i}": npg, **rr_out}, guard=pol[i])
         if p.migration:
@@ -229,19 +256,74 @@ def gang_measures(res, p: GangParams) -> dict[str, Any]:
         "local_throughput": X_local,
         "mean_GQ": res.expect(mark("GQ")),
         "mean_busy": res.expect(mark("LQ1") + mark("LQ2")),
-        "blocking": 1.0 - XT / p.arrival_rate if not p.arrival_scales_with_pcont else float("nan"),
+        "blocking": 1.0 - XT / p.arrival_rate if p.arrival == "lambda" else float("nan"),
     }
 
 
-def solve_gang(p: GangParams | None = None, **kw) -> dict[str, Any]:
-    """Build, solve and measure the gang model; returns measures plus ``states`` and stats."""
+MEASURES = ("ST", "SRT", "UoS", "GoS", "gang_throughput", "local_throughput", "mean_GQ", "mean_busy", "blocking")
+
+
+@dataclass(repr=False)
+class GangResult(Result):
+    """The gang model solved (the result protocol of :mod:`hetsched.results`).
+
+    ``res["ST"]``, ``res["SRT"]``, ... and ``res["states"]`` read like the dict this
+    function used to return; when the solver did not converge the measures are NaN
+    and the numbers it produced are in ``measures_untrusted``.
+    """
+
+    STATUS: ClassVar[dict[int, str]] = {0: "converged", 1: "not converged", 2: "numerical failure"}
+
+    params: GangParams
+    states: int
+    raw: dict[str, float]
+    stats: dict[str, Any]
+    status: int
+    message: str
+    seconds: float
+
+    @property
+    def measures(self) -> dict[str, float]:
+        return {k: (v if self.success else math.nan) for k, v in self.raw.items()}
+
+    @property
+    def measures_untrusted(self) -> dict[str, float]:
+        return {} if self.success else dict(self.raw)
+
+    def __getitem__(self, key: str):
+        d = {"policy": self.params.policy, "lambda": self.params.arrival_rate, "states": self.states,
+             "stats": self.stats, "success": self.success, "params": asdict(self.params), **self.measures}
+        try:
+            return d[key]
+        except KeyError:
+            raise KeyError(f"{key!r}; known: {', '.join(d)}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {"status": self.status, "success": self.success, "message": self.message, "seconds": self.seconds,
+             "policy": self.params.policy, "lambda": self.params.arrival_rate, "states": self.states,
+             **self.measures, "stats": self.stats, "params": asdict(self.params)}
+        if not self.success:
+            d["measures_untrusted"] = dict(self.raw)
+        return jsonable(d)
+
+    def _frame_rows(self):
+        for k, v in self.raw.items():
+            yield {"model": "gang", "policy": self.params.policy, "measure": k,
+                   "value": v if self.success else math.nan, "value_untrusted": math.nan if self.success else v,
+                   "lambda": self.params.arrival_rate}
+
+    def _headline(self) -> str:
+        m = self.measures
+        return (f"gang SRN, policy {self.params.policy}, lambda = {self.params.arrival_rate:g}: {self.states} "
+                f"tangible states; ST {fmt(m['ST'], 6)}, SRT {fmt(m['SRT'], 6)}, UoS {fmt(m['UoS'], 4)}, "
+                f"GoS {fmt(m['GoS'], 6)}")
+
+
+def solve_gang(p: GangParams | None = None, **kw) -> GangResult:
+    """Build, solve and measure the gang model (eqs 1-4): a :class:`GangResult`."""
     from .analysis import solve
 
     p = p or GangParams(**kw)
     res = solve(gang_net(p))
-    out = {"policy": p.policy, "lambda": p.arrival_rate, "states": res.space.n_tangible}
-    out.update(gang_measures(res, p))
-    out["stats"] = res.stats()
-    out["success"] = res.success
-    out["params"] = asdict(p)
-    return out
+    return GangResult(params=p, states=res.space.n_tangible, raw=gang_measures(res, p), stats=res.stats(),
+                      status=res.status, message=res.message, seconds=res.seconds)

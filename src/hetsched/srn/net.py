@@ -19,6 +19,7 @@ per marking (slower; see ``docs/srn.md``).
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
@@ -71,16 +72,34 @@ class MarkingView:
         return f"MarkingView({self._X.shape[0]} markings)"
 
 
+class RecordingView(MarkingView):
+    """A marking view that records in ``seen`` the names of the places a function reads."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self, X: np.ndarray, index: Mapping[str, int], seen: set):
+        super().__init__(X, index)
+        object.__setattr__(self, "_seen", seen)
+
+    def __getitem__(self, name: str):
+        v = MarkingView.__getitem__(self, name)
+        self._seen.add(name)
+        return v
+
+
 @dataclass(frozen=True)
 class Place:
     name: str
     initial: int = 0
+    capacity: int | None = None    # at most this many tokens: a firing that would exceed it is disabled
 
 
 @dataclass(frozen=True)
 class Transition:
     """One transition. ``kind`` is ``"timed"`` (``value`` = rate) or ``"immediate"``
-    (``value`` = weight, ``priority`` higher fires first)."""
+    (``value`` = weight, ``priority`` higher fires first). ``servers`` (timed only):
+    the firing rate is ``value * min(servers, enabling degree)``; 1 = single server
+    (the rate as given), ``math.inf`` = infinite server."""
 
     name: str
     kind: str
@@ -90,6 +109,7 @@ class Transition:
     inputs: tuple[tuple[str, Mult], ...] = ()
     outputs: tuple[tuple[str, Mult], ...] = ()
     inhibitors: tuple[tuple[str, Mult], ...] = ()
+    servers: float = 1
 
     @property
     def timed(self) -> bool:
@@ -97,8 +117,10 @@ class Transition:
 
 
 def _check_name(kind: str, name: Any) -> str:
-    if not isinstance(name, str) or not name or not name.replace("_", "a").isalnum():
-        raise ModelError(f"{kind} name must be a non-empty identifier (letters, digits, _), got {name!r}")
+    # any printable name (files name places "P.1", "a-b", "Polling System"); ``m["P.1"]`` reads it
+    if not isinstance(name, str) or not name.strip() or name != name.strip() or not name.isprintable():
+        raise ModelError(f"{kind} name must be a non-empty printable string without leading or trailing "
+                         f"spaces, got {name!r}")
     return name
 
 
@@ -115,16 +137,27 @@ class Net:
         self.name = _check_name("net", name)
         self._places: dict[str, Place] = {}
         self._transitions: dict[str, Transition] = {}
+        #: performance measures the net defines (name -> GreatSPN text, parsed measure or Reward);
+        #: :func:`hetsched.srn.solve` evaluates them
+        self.measures: dict[str, Any] = {}
+        #: where the net comes from (``file``, ``format``, ``page``, ``constants``, ...)
+        self.meta: dict[str, Any] = {}
 
     # -- construction -------------------------------------------------------
-    def place(self, name: str, initial: int = 0) -> "Net":
-        """Add a place with ``initial`` tokens."""
+    def place(self, name: str, initial: int = 0, capacity: int | None = None) -> "Net":
+        """Add a place with ``initial`` tokens; ``capacity``: at most that many tokens (a transition
+        whose firing would put more in the place is disabled), ``None`` = unbounded."""
         _check_name("place", name)
         if name in self._places or name in self._transitions:
             raise ModelError(f"name {name!r} is used twice")
         if isinstance(initial, bool) or not isinstance(initial, numbers.Integral) or initial < 0:
             raise ModelError(f"place {name!r}: initial marking must be an integer >= 0, got {initial!r}")
-        self._places[name] = Place(name, int(initial))
+        if capacity is not None:
+            if isinstance(capacity, bool) or not isinstance(capacity, numbers.Integral) or capacity < initial:
+                raise ModelError(f"place {name!r}: capacity must be an integer >= the initial marking {initial}, "
+                                 f"got {capacity!r}")
+            capacity = int(capacity)
+        self._places[name] = Place(name, int(initial), capacity)
         return self
 
     def places(self, **initial: int) -> "Net":
@@ -134,18 +167,32 @@ class Net:
         return self
 
     def timed(self, name: str, rate: Union[Number, Func], *, inputs=None, outputs=None,
-              inhibitors=None, guard: Func | None = None) -> "Net":
-        """Add a timed (exponential) transition; ``rate`` is a number or a function of the marking."""
-        return self._add(name, "timed", rate, 0, guard, inputs, outputs, inhibitors)
+              inhibitors=None, guard: Func | None = None, servers: float = 1) -> "Net":
+        """Add a timed (exponential) transition; ``rate`` is a number or a function of the marking.
+
+        ``servers``: 1 (default, single server: fires at ``rate``), an integer k (k-server:
+        ``rate * min(k, d)``) or ``math.inf`` (infinite server: ``rate * d``), where the
+        enabling degree ``d`` is the smallest ``#p // multiplicity`` over the input arcs (1 for a
+        transition without input arcs).
+        """
+        if isinstance(servers, bool) or not isinstance(servers, numbers.Real) or not (
+                servers == math.inf or (float(servers).is_integer() and servers >= 1)):
+            raise ModelError(f"transition {name!r}: servers must be an integer >= 1 or math.inf, got {servers!r}")
+        return self._add(name, "timed", rate, 0, guard, inputs, outputs, inhibitors,
+                         servers if servers == math.inf else int(servers))
 
     def immediate(self, name: str, weight: Union[Number, Func] = 1.0, *, priority: int = 1,
                   inputs=None, outputs=None, inhibitors=None, guard: Func | None = None) -> "Net":
-        """Add an immediate transition (``priority`` >= 1; higher fires first; ties by ``weight``)."""
-        if isinstance(priority, bool) or not isinstance(priority, numbers.Integral) or priority < 1:
-            raise ModelError(f"transition {name!r}: priority must be an integer >= 1, got {priority!r}")
+        """Add an immediate transition (``priority`` >= 0, higher fires first, ties by ``weight``).
+
+        Every immediate transition, priority 0 included (Storm's default in PNML), fires before
+        any timed one: a marking where one is enabled is vanishing.
+        """
+        if isinstance(priority, bool) or not isinstance(priority, numbers.Integral) or priority < 0:
+            raise ModelError(f"transition {name!r}: priority must be an integer >= 0, got {priority!r}")
         return self._add(name, "immediate", weight, int(priority), guard, inputs, outputs, inhibitors)
 
-    def _add(self, name, kind, value, priority, guard, inputs, outputs, inhibitors) -> "Net":
+    def _add(self, name, kind, value, priority, guard, inputs, outputs, inhibitors, servers=1) -> "Net":
         _check_name("transition", name)
         if name in self._transitions or name in self._places:
             raise ModelError(f"name {name!r} is used twice")
@@ -168,7 +215,7 @@ class Net:
                                          f"or a function, got {mlt!r}")
                     mlt = int(mlt)
             arcs.append(tuple(d.items()))
-        self._transitions[name] = Transition(name, kind, value, priority, guard, *arcs)
+        self._transitions[name] = Transition(name, kind, value, priority, guard, *arcs, servers=servers)
         return self
 
     # -- access -------------------------------------------------------------
@@ -200,10 +247,17 @@ class Net:
     def initial_marking(self) -> np.ndarray:
         return np.array([p.initial for p in self._places.values()], dtype=np.int64)
 
+    @property
+    def capacities(self) -> dict[str, int]:
+        """The places that have a capacity: ``{place: capacity}``."""
+        return {p.name: p.capacity for p in self._places.values() if p.capacity is not None}
+
     def is_gspn(self) -> bool:
         """True if the net uses no SRN-only feature (guards, marking-dependent arcs/weights)."""
         for t in self._transitions.values():
             if t.guard is not None or (not t.timed and callable(t.value)):
+                return False
+            if t.servers != 1:
                 return False
             if any(callable(m) for _, m in t.inputs + t.outputs + t.inhibitors):
                 return False

@@ -35,7 +35,8 @@ import scipy.sparse as sp
 from .._memory import ensure_fits
 from ..errors import ModelError, SolverError
 from . import _kernels as K
-from .net import MarkingView, Net, Transition
+from .firing import _Evaluator, _fire
+from .net import MarkingView, Net
 
 __all__ = ["StateSpace", "CTMC", "explore", "to_ctmc", "reach_memory_bytes"]
 
@@ -115,103 +116,31 @@ def reach_memory_bytes(net: Net, max_states: int = DEFAULT_MAX_STATES) -> int:
         raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
     P = max(1, len(net.place_names))
     T = max(1, len(net.transitions))
-    per_state = 12 * P + 32 + 24 + 80 + 120 * T
+    per_state = 12 * P + 32 + 24 + 80 + 12 + 120 * T   # 12: the firing path (parent, transition)
     return int(max_states) * per_state
 
 
-class _Evaluator:
-    """Calls marking-dependent functions on a batch, falling back to per-marking calls."""
-
-    def __init__(self, index: dict[str, int]):
-        self.index = index
-        self.scalar_only: set[int] = set()
-        self.fallbacks: list[str] = []
-
-    def __call__(self, f, X: np.ndarray, what: str, tname: str) -> np.ndarray:
-        B = X.shape[0]
-        if id(f) not in self.scalar_only:
-            try:
-                v = np.asarray(f(MarkingView(X, self.index)))
-                if v.shape == ():
-                    return np.broadcast_to(v, (B,))
-                if v.shape == (B,):
-                    return v
-            except ModelError:
-                raise
-            except Exception:  # noqa: BLE001 - retry per marking, where the real error is reported
-                pass
-            self.scalar_only.add(id(f))
-            self.fallbacks.append(f"{what} of {tname}")
-        out = []
-        for i in range(B):
-            try:
-                out.append(f(MarkingView(X[i], self.index)))
-            except Exception as exc:  # noqa: BLE001
-                raise ModelError(f"{what} of transition {tname!r} raised {type(exc).__name__}: {exc} "
-                                 f"in marking {MarkingView(X[i], self.index)!r}") from exc
-        return np.asarray(out)
-
-
-def _mult(ev: _Evaluator, m, X, what, tname) -> np.ndarray | int:
-    if not callable(m):
-        return m
-    v = ev(m, X, what, tname)
-    if v.dtype.kind == "f":
-        if not np.all(v == np.round(v)):
-            raise ModelError(f"{what} of transition {tname!r} returned a non-integer multiplicity")
-    v = v.astype(np.int64)
-    if v.size and v.min() < 0:
-        i = int(np.argmin(v))
-        raise ModelError(f"{what} of transition {tname!r} returned a negative multiplicity {v[i]} "
-                         f"in marking {MarkingView(X[i], ev.index)!r}")
-    return v
-
-
-def _fire(ev: _Evaluator, t: Transition, X: np.ndarray, pidx: dict[str, int]):
-    """Rows of ``X`` where ``t`` is enabled, the successor markings and the rate/weight."""
-    B = X.shape[0]
-    en = np.ones(B, dtype=bool)
-    ins = []
-    for p, m in t.inputs:
-        mv = _mult(ev, m, X, f"multiplicity of input arc from {p}", t.name)
-        en &= X[:, pidx[p]] >= mv
-        ins.append((pidx[p], mv))
-    for p, m in t.inhibitors:
-        mv = _mult(ev, m, X, f"multiplicity of inhibitor arc from {p}", t.name)
-        # an inhibitor arc of multiplicity k disables t when #p >= k (k = 0: no arc)
-        en &= ~((X[:, pidx[p]] >= mv) & (np.asarray(mv) > 0))
-    rows = np.flatnonzero(en)
-    if rows.size and t.guard is not None:
-        g = ev(t.guard, X[rows], "guard", t.name)
-        if g.dtype != bool:
-            g = g.astype(bool)
-        rows = rows[g]
-    if rows.size == 0:
-        return rows, None, None
-    Xe = X[rows]
-    Y = Xe.astype(np.int64, copy=True)
-    for j, mv in ins:
-        Y[:, j] -= mv[rows] if isinstance(mv, np.ndarray) else mv
-    for p, m in t.outputs:
-        mv = _mult(ev, m, Xe, f"multiplicity of output arc to {p}", t.name)
-        Y[:, pidx[p]] += mv
-    what = "rate" if t.timed else "weight"
-    if callable(t.value):
-        val = np.asarray(ev(t.value, Xe, what, t.name), dtype=np.float64)
-        bad = ~np.isfinite(val) | (val < 0)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ModelError(f"{what} of transition {t.name!r} is {val[i]!r} (must be finite and >= 0) "
-                             f"in marking {MarkingView(Xe[i], ev.index)!r}")
-        keep = val > 0  # a zero rate/weight means: does not fire in that marking
-        if not keep.all():
-            rows, Y, val = rows[keep], Y[keep], val[keep]
+def _token_bounds(net: Net, max_tokens) -> np.ndarray | None:
+    """The per-place token bound of :func:`explore` as an array (None: no bound)."""
+    if max_tokens is None:
+        return None
+    names = net.place_names
+    b = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
+    if isinstance(max_tokens, dict):
+        items = max_tokens.items()
     else:
-        val = np.full(rows.size, t.value)
-    return rows, Y, val
+        items = ((p, max_tokens) for p in names)
+    for p, v in items:
+        if p not in names:
+            raise ModelError(f"max_tokens: unknown place {p!r}; known: {', '.join(names)}")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ModelError(f"max_tokens: the bound of place {p!r} must be an integer >= 0, got {v!r}")
+        b[names.index(p)] = int(v)
+    return b
 
 
-def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 65536) -> StateSpace:
+def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 65536,
+            max_tokens: int | dict[str, int] | None = None, detect_unbounded: bool = True) -> StateSpace:
     """Generate the reachability graph of ``net``.
 
     Parameters
@@ -219,9 +148,22 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
     net : Net
     max_states : int
         Stop with :class:`~hetsched.errors.ModelError` when more markings (tangible
-        plus vanishing) are reached; an unbounded net always hits this limit.
+        plus vanishing) are reached.
     chunk : int
         Markings processed per vectorised batch.
+    max_tokens : int or dict, optional
+        A token bound per place (an int for every place, or ``{place: bound}``): a
+        reachable marking with more tokens in a place stops the exploration with a
+        :class:`~hetsched.errors.ModelError` naming the place and the marking.
+    detect_unbounded : bool
+        Look for a proof of unboundedness while exploring (default): each time the number
+        of markings doubles (from 64), a place whose largest token count grew is traced back
+        along the firing path that reached its largest count; if an earlier marking on that
+        path is covered by the later one (no fewer tokens anywhere, more in some places)
+        and nothing that reads the growing places can stop the same firing sequence from
+        repeating (see :mod:`hetsched.srn.bounded`), the net is unbounded and the
+        exploration stops with a :class:`~hetsched.errors.ModelError` naming the place -
+        long before ``max_states``.
 
     Returns
     -------
@@ -230,11 +172,15 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
     Notes
     -----
     Semantics (SPNP/GSPN): a marking is *vanishing* if some immediate transition is
-    enabled; there only the enabled immediate transitions of highest priority fire,
-    with probability proportional to their weights; timed transitions fire only in
-    tangible markings. An enabled transition has enough tokens on its input arcs,
-    fewer tokens than the multiplicity on each inhibitor arc, and a true guard.
+    enabled (any priority, 0 included); there only the enabled immediate transitions of
+    highest priority fire, with probability proportional to their weights; timed
+    transitions fire only in tangible markings. An enabled transition has enough tokens
+    on its input arcs, fewer tokens than the multiplicity on each inhibitor arc, a true
+    guard, and its firing puts no place above its capacity. A timed transition with
+    ``servers`` k fires at ``rate * min(k, enabling degree)``.
     """
+    from .bounded import find_unbounded
+
     if isinstance(max_states, bool) or not isinstance(max_states, (int, np.integer)) or max_states < 1:
         raise ModelError(f"max_states must be a positive integer, got {max_states!r}")
     if max_states >= 2**31 - 1:
@@ -243,10 +189,10 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
     names = net.place_names
     if not names:
         raise ModelError("the net has no places")
-    trs = net.transitions
-    if not trs:
-        raise ModelError("the net has no transitions")
+    trs = net.transitions   # none at all: the initial marking is the only (absorbing) one
+    bound = _token_bounds(net, max_tokens)
     pidx = {p: j for j, p in enumerate(names)}
+    caps = tuple((pidx[p], c) for p, c in net.capacities.items())
     P = len(names)
     ev = _Evaluator(pidx)
     imm = [(k, t) for k, t in enumerate(trs) if not t.timed]
@@ -254,10 +200,19 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
 
     cap = 1024
     store = np.empty((cap, P), dtype=np.int32)
+    parent = np.full(cap, -1, dtype=np.int64)     # the marking that first reached each one ...
+    ptrans = np.full(cap, -1, dtype=np.int32)     # ... and the transition it fired
     table = np.full(4096, -1, dtype=np.int64)
     vanishing = np.zeros(cap, dtype=bool)
-    n = K.insert_rows(table, store, 0, net.initial_marking.astype(np.int32)[None, :], np.empty(1, np.int64))
+    m0 = net.initial_marking
+    if bound is not None and (m0 > bound).any():
+        j = int(np.argmax(m0 > bound))
+        raise ModelError(f"max_tokens: place {names[j]!r} starts with {int(m0[j])} tokens, more than its bound "
+                         f"{int(bound[j])}")
+    n = K.insert_rows(table, store, 0, m0.astype(np.int32)[None, :], np.empty(1, np.int64))
     head = 0
+    next_check = 64
+    seen_max = m0.astype(np.int64).copy()
     E_src, E_dst, E_tr, E_val = [], [], [], []
     while head < n:
         hi = min(n, head + chunk)
@@ -265,10 +220,10 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
         B = hi - head
         cand_rows, cand_Y, cand_tr, cand_val = [], [], [], []
         # immediate transitions first: they decide which markings are vanishing
-        maxprio = np.zeros(B, dtype=np.int64)
+        maxprio = np.full(B, -1, dtype=np.int64)
         fired = []
         for k, t in imm:
-            rows, Y, val = _fire(ev, t, X, pidx)
+            rows, Y, val = _fire(ev, t, X, pidx, caps)
             if rows.size:
                 fired.append((k, t.priority, rows, Y, val))
                 np.maximum.at(maxprio, rows, t.priority)
@@ -277,12 +232,12 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
             if keep.any():
                 cand_rows.append(rows[keep]); cand_Y.append(Y[keep])
                 cand_tr.append(np.full(int(keep.sum()), k, np.int32)); cand_val.append(val[keep])
-        van = maxprio > 0
+        van = maxprio >= 0
         tang_rows = np.flatnonzero(~van)
         if tang_rows.size:
             XT = X[tang_rows]
             for k, t in tim:
-                rows, Y, val = _fire(ev, t, XT, pidx)
+                rows, Y, val = _fire(ev, t, XT, pidx, caps)
                 if rows.size:
                     cand_rows.append(tang_rows[rows]); cand_Y.append(Y)
                     cand_tr.append(np.full(rows.size, k, np.int32)); cand_val.append(val)
@@ -301,6 +256,8 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
                             reach_memory_bytes(net, newcap))
                 store = np.concatenate([store, np.empty((newcap - cap, P), np.int32)])
                 vanishing = np.concatenate([vanishing, np.zeros(newcap - cap, bool)])
+                parent = np.concatenate([parent, np.full(newcap - cap, -1, np.int64)])
+                ptrans = np.concatenate([ptrans, np.full(newcap - cap, -1, np.int32)])
                 cap = newcap
             if 2 * need > table.shape[0]:
                 size = table.shape[0]
@@ -309,11 +266,35 @@ def explore(net: Net, *, max_states: int = DEFAULT_MAX_STATES, chunk: int = 6553
                 table = np.full(size, -1, dtype=np.int64)
                 K.rehash(store, n, table)
             dst = np.empty(E, np.int64)
+            n_old = n
             n = K.insert_rows(table, store, n, Yall, dst)
-            E_src.append(np.concatenate(cand_rows).astype(np.int64) + head)
+            src = np.concatenate(cand_rows).astype(np.int64) + head
+            trn = np.concatenate(cand_tr)
+            if n > n_old:  # first discoverer of each new marking: its parent on a firing path
+                new_idx, first = np.unique(dst[dst >= n_old], return_index=True)
+                sel = np.flatnonzero(dst >= n_old)[first]
+                parent[new_idx] = src[sel]
+                ptrans[new_idx] = trn[sel]
+                if bound is not None:
+                    over = store[n_old:n] > bound
+                    if over.any():
+                        i, j = np.argwhere(over)[0]
+                        m = MarkingView(store[n_old + i].astype(np.int64), pidx)
+                        raise ModelError(f"max_tokens: place {names[j]!r} reaches {int(store[n_old + i, j])} "
+                                         f"tokens, more than its bound {int(bound[j])}, in marking {m!r}")
+            E_src.append(src)
             E_dst.append(dst)
-            E_tr.append(np.concatenate(cand_tr))
+            E_tr.append(trn)
             E_val.append(np.concatenate(cand_val))
+        if detect_unbounded and n >= next_check:
+            next_check = 2 * n
+            cur = store[:n].max(axis=0).astype(np.int64)
+            grew = np.flatnonzero(cur > seen_max)
+            seen_max = cur
+            if grew.size:
+                msg = find_unbounded(net, store, parent, ptrans, n, grew, ev.index)
+                if msg:
+                    raise ModelError(f"{msg}; found after {n} markings in {time.perf_counter() - t0:.2g} s")
         if n > max_states:
             bounds = store[:n].max(axis=0)
             j = int(np.argmax(bounds))
@@ -342,6 +323,15 @@ class CTMC:
     t_trans: np.ndarray            # ... transition index
     t_value: np.ndarray            # ... rate
     seconds: float = 0.0
+    # vanishing markings (for the throughput of immediate transitions): their indices in the
+    # state space, R_TV (rates tangible -> vanishing), P_VV, and every immediate firing
+    # (source vanishing index, transition index, probability)
+    van_states: np.ndarray | None = None
+    rtv: sp.csr_matrix | None = None
+    pvv: sp.csr_matrix | None = None
+    v_src: np.ndarray | None = None
+    v_trans: np.ndarray | None = None
+    v_prob: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -433,8 +423,12 @@ def to_ctmc(space: StateSpace) -> CTMC:
     else:
         e = sp.csr_matrix(([1.0], ([0], [loc[0]])), shape=(1, nV))
         p0 = np.asarray(_series(e, P_VV, P_VT).todense()).ravel()
+    extra = {}
+    if nV:
+        extra = dict(van_states=np.flatnonzero(van), rtv=R_TV.tocsr(), pvv=P_VV.tocsr(), v_src=loc[vs],
+                     v_trans=space.trans[~s_t], v_prob=prob)
     return CTMC(Q=Q, markings=space.markings[tang][order], p0=p0, space=space,
-                t_src=lts, t_trans=ttr, t_value=tv, seconds=time.perf_counter() - t0)
+                t_src=lts, t_trans=ttr, t_value=tv, seconds=time.perf_counter() - t0, **extra)
 
 
 def _generator(n: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> sp.csr_matrix:

@@ -21,6 +21,9 @@ def info_cmd(
     classes: str = typer.Option("runtime", "--classes", help="runtime, procs, user, queue or partition."),
     load: Optional[float] = typer.Option(None, "--load", help="Target load 1/lambda* (rescales the time axis)."),
     skip_malformed: bool = typer.Option(False, "--skip-malformed", help="Skip (and count) malformed lines."),
+    max_bytes: Optional[int] = typer.Option(None, "--max-bytes", help="Most bytes of log text to read after "
+                                            "decompression (default 1 GiB or HETSCHED_SWF_MAX_BYTES; 0: no "
+                                            "limit)."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Summary of a log (jobs, header, fields present) and, with --system, its replay preparation and LP verdict."""
@@ -28,7 +31,14 @@ def info_cmd(
 
     from . import SWF_COLUMNS, read_swf, workload
 
-    df = read_swf(path, on_error="skip" if skip_malformed else "raise")
+    from .swf import max_swf_bytes
+
+    if max_bytes is not None and max_bytes < 0:
+        from ..errors import ModelError
+
+        raise ModelError(f"--max-bytes: expected a number of bytes >= 0 (0: no limit), got {max_bytes}")
+    limit = max_swf_bytes() if max_bytes is None else (None if max_bytes == 0 else max_swf_bytes(max_bytes))
+    df = read_swf(path, on_error="skip" if skip_malformed else "raise", max_bytes=limit)
     h = df.attrs["header"]
     n = len(df)
     known = {c: int((df[c] != -1).sum()) for c in SWF_COLUMNS}
@@ -41,6 +51,7 @@ def info_cmd(
            "span_seconds": float(sub.max() - sub.min()) if n else 0.0,
            "mean_run_time": float(run[ok].mean()) if ok.any() else None,
            "run_time_cv": float(run[ok].std() / run[ok].mean()) if ok.sum() > 1 else None,
+           "max_bytes": limit,
            "known_values": known}
     wl = None
     if system is not None:
@@ -54,13 +65,16 @@ def info_cmd(
     for k, v in out["header"].items():
         typer.echo(f"  {k}: {v}")
     if n:
-        typer.echo(f"  span {out['span_seconds']:.6g} s, mean run time {out['mean_run_time']:.6g} s "
-                   f"(CV {out['run_time_cv']:.3g}), mean interarrival {out['span_seconds'] / max(n - 1, 1):.4g} s")
+        mrt, cv = out["mean_run_time"], out["run_time_cv"]
+        typer.echo(f"  span {out['span_seconds']:.6g} s, mean run time "
+                   f"{'-' if mrt is None else format(mrt, '.6g')} s (CV {'-' if cv is None else format(cv, '.3g')}), "
+                   f"mean interarrival {out['span_seconds'] / max(n - 1, 1):.4g} s")
     absent = [c for c, k in known.items() if k == 0]
-    if absent:
+    if absent and n:
         typer.echo(f"  fields unknown (-1) in every job: {', '.join(absent)}")
     if wl is not None:
-        typer.echo(f"replay on {system} ({wl.N} classes by '{wl.rule}'): {len(wl)} jobs, {wl.dropped} dropped; "
+        # the reasons of the dropped jobs are in --json ("replay": "dropped", "dropped_job_ids")
+        typer.echo(f"replay on {system} ({wl.N} classes by '{wl.rule}'): {len(wl)} jobs, {wl.dropped_total} dropped; "
                    f"class counts {wl.counts.tolist()}")
         typer.echo(f"  {wl.rule_detail}")
         typer.echo(f"  time scale {wl.time_scale:.6g} model units per second; arrival vector alpha = "

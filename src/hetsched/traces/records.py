@@ -41,7 +41,13 @@ import pandas as pd
 from ..errors import ModelError
 
 __all__ = ["RECORD_COLUMNS", "records_frame", "check_records", "RecordsCheck", "write_records", "read_records",
-           "number_in_system"]
+           "number_in_system", "RECORD_FORMATS", "records_format", "check_records_path", "MAX_RECORDS_BYTES"]
+
+#: file suffix -> format of records files (the suffix decides; any other is refused)
+RECORD_FORMATS = {".parquet": "parquet", ".csv": "csv"}
+#: largest records file read (a 30 x 20,000 run of 2.C1 with records is about 5 GB of Parquet at most)
+MAX_RECORDS_BYTES = 16 << 30
+_CSV_META = "# hetsched: "
 
 #: column -> dtype of the per-task records.
 RECORD_COLUMNS: dict[str, str] = {
@@ -237,57 +243,126 @@ def _running_max_by_group(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(shifted) - gid * span
 
 
+def records_format(path: str | os.PathLike, what: str = "records") -> str:
+    """``"parquet"`` or ``"csv"`` from the file name's suffix; any other suffix is refused with the list."""
+    suffix = Path(os.fspath(path)).suffix.lower()
+    fmt = RECORD_FORMATS.get(suffix)
+    if fmt is None:
+        raise ModelError(f"{what}: {str(path)!r}: the file name must end in "
+                         f"{' or '.join(RECORD_FORMATS)} (the format follows the suffix), got "
+                         f"{suffix or 'no suffix'!r}")
+    return fmt
+
+
+def check_records_path(path: str | os.PathLike, *, force: bool = False, what: str = "--records") -> Path:
+    """Check, before a run, that records can be written to ``path``: a supported suffix, not a link, not
+    an existing file without ``force``, an existing folder (:func:`hetsched.safeio.check_output`)."""
+    from ..safeio import OutputError, check_output
+
+    records_format(path, what)
+    try:
+        return check_output(path, force=force, what=what)
+    except OutputError as exc:
+        raise ModelError(str(exc)) from None
+
+
 def write_records(df: pd.DataFrame, path: str | os.PathLike, *, meta: dict | None = None,
-                  overwrite: bool = False) -> Path:
-    """Write records to Parquet (``meta`` -- e.g. policy, seed, system -- goes into
-    the file's key-value metadata as JSON under ``hetsched``).
+                  force: bool = False) -> Path:
+    """Write records as Parquet (``.parquet``) or CSV (``.csv``); any other suffix is refused.
 
-    Through the safe writer (:func:`hetsched.safeio.atomic_output`): an existing
-    file is replaced only with ``overwrite=True`` (``--force``); a symbolic link
-    or a non-regular target is refused; the file appears whole or not at all.
+    ``meta`` (policy, seed, system...) goes into the Parquet key-value metadata as
+    JSON under ``hetsched``, or into a first CSV line ``# hetsched: {json}``. The
+    write goes through :func:`hetsched.safeio.atomic_output`: an existing file is
+    replaced only with ``force=True``, links and non-regular targets are refused,
+    and a failed write leaves nothing behind.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from ..safeio import OutputError, atomic_output
 
+    fmt = records_format(path, "records")
     path = Path(path)
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    if meta:
-        md = dict(table.schema.metadata or {})
-        md[b"hetsched"] = json.dumps(meta, default=str).encode()
-        table = table.replace_schema_metadata(md)
     try:
-        with atomic_output(path, force=overwrite, what="--records file") as tmp:
-            pq.write_table(table, tmp)
+        with atomic_output(path, force=force, what="records") as tmp:
+            if fmt == "parquet":
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                table = pa.Table.from_pandas(df, preserve_index=False)
+                if meta:
+                    md = dict(table.schema.metadata or {})
+                    md[b"hetsched"] = json.dumps(meta, default=str).encode()
+                    table = table.replace_schema_metadata(md)
+                pq.write_table(table, tmp)
+            else:
+                with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                    if meta:
+                        fh.write(_CSV_META + json.dumps(meta, default=str).replace("\n", " ") + "\n")
+                    df.to_csv(fh, index=False)
     except OutputError as exc:
         raise ModelError(str(exc)) from None
     except OSError as exc:
-        raise ModelError(f"--records file {str(path)!r}: cannot write: {exc.strerror or exc}") from None
+        raise ModelError(f"records: cannot write {path}: {exc}") from None
     return path
 
 
-def read_records(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a records Parquet file (task records, or MUSCLE job records); the
-    ``hetsched`` metadata goes to ``df.attrs["meta"]``."""
-    import pyarrow.parquet as pq
+def read_records(path: str | os.PathLike, *, max_bytes: int | None = MAX_RECORDS_BYTES) -> pd.DataFrame:
+    """Read a records file (task records, or MUSCLE job records): Parquet, or CSV for ``.csv``; the
+    ``hetsched`` metadata goes to ``df.attrs["meta"]``. Read through :func:`hetsched.safeio.open_input`
+    (a regular file, at most ``max_bytes``)."""
+    from ..safeio import InputError, open_input
 
     path = Path(path)
     if not path.exists():
         raise ModelError(f"records: file not found: {path}")
     if not path.is_file():
-        raise ModelError(f"records: {path} is not a regular file, expected a Parquet file")
+        raise ModelError(f"records: {path} is not a regular file, expected a Parquet or CSV file")
     try:
-        table = pq.read_table(path)
+        fh = open_input(path, what="records", max_bytes=max_bytes)
+    except InputError as exc:
+        raise ModelError(str(exc)) from None
+    with fh:
+        if path.suffix.lower() == ".csv":
+            df, meta = _read_csv(fh, path)
+        else:
+            df, meta = _read_parquet(fh, path)
+    if meta is not None:
+        df.attrs["meta"] = meta
+    df.attrs["source"] = str(path)
+    return df
+
+
+def _read_parquet(fh, path: Path):
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(fh)
     except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for a non-Parquet file
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelError(f"records: {path} is not a readable Parquet file ({msg})") from None
-    df = table.to_pandas()
     md = table.schema.metadata or {}
+    meta = None
     if b"hetsched" in md:
         try:
-            df.attrs["meta"] = json.loads(md[b"hetsched"])
+            meta = json.loads(md[b"hetsched"])
         except ValueError:
-            pass
-    df.attrs["source"] = str(path)
-    return df
+            meta = None
+    return table.to_pandas(), meta
+
+
+def _read_csv(fh, path: Path):
+    import io
+
+    text = fh.read()
+    meta = None
+    first, _, rest = text.partition(b"\n")
+    if first.startswith(_CSV_META.encode()):
+        try:
+            meta = json.loads(first[len(_CSV_META):].decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            meta = None
+        text = rest
+    try:
+        df = pd.read_csv(io.BytesIO(text))
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelError(f"records: {path} is not a readable CSV file ({msg})") from None
+    return df, meta

@@ -43,6 +43,22 @@ such as ``MaxJobs`` as ``int``; repeatable keys ``Note``, ``Queue``,
 header line, without the ``;``), ``source`` (the path), ``jobs``, ``skipped``
 and ``skipped_lines`` (file line numbers of skipped malformed lines).
 
+Every job line must have exactly 18 fields: a line with 17 or 19 is an error
+naming the file, line and count (or, with ``on_error="skip"``, dropped and
+counted); the fast parse never shifts columns.
+
+Safe reading: the log is opened through :func:`hetsched.safeio.open_input`
+(regular files only; a FIFO or device is refused without blocking), and at most
+``max_bytes`` of log text are read -- after gzip decompression, so a small gzip
+that expands to gigabytes is refused once the limit is reached (and at once when
+its size trailer already says so). The default :data:`MAX_SWF_BYTES` (1 GiB,
+about 9 million jobs of ~110 bytes) can be changed per call (``max_bytes=``;
+``None`` lifts it), for every command with the environment variable
+``HETSCHED_SWF_MAX_BYTES`` (bytes; ``0`` or ``none`` lifts it), or with
+``hetsched trace info --max-bytes``. A line over :data:`MAX_LINE_BYTES` is an
+error naming its number. Streaming (``chunksize``) reads the file block by block,
+so a caller that needs the first jobs reads only them.
+
 Speed: the job lines are parsed by pandas' C parser in one call (no Python loop
 per line); only when that fails is the failing block scanned line by line to
 name the file, line and field (``on_error="raise"``) or to drop the malformed
@@ -54,9 +70,9 @@ from __future__ import annotations
 
 import gzip
 import io
-import itertools
 import os
 import re
+import warnings
 import zlib
 from pathlib import Path
 from typing import Iterator
@@ -65,11 +81,18 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ModelError
-from ..validation import check_file
 
-__all__ = ["SWF_FIELDS", "SWF_COLUMNS", "SWF_UNITS", "read_swf", "read_swf_header", "with_na", "MISSING"]
+__all__ = ["SWF_FIELDS", "SWF_COLUMNS", "SWF_UNITS", "read_swf", "read_swf_header", "with_na", "MISSING",
+           "MAX_SWF_BYTES", "MAX_LINE_BYTES", "max_swf_bytes"]
 
 MISSING = -1
+#: default limit of the log text read (after decompression): 1 GiB, about 9 million jobs
+MAX_SWF_BYTES = 1 << 30
+#: longest line accepted (an SWF job line is under 200 bytes; header notes can be long)
+MAX_LINE_BYTES = 1 << 20
+_ENV_LIMIT = "HETSCHED_SWF_MAX_BYTES"
+_BLOCK = 4 << 20  # bytes read at a time when streaming
+_UNSET = object()
 
 #: ``(column, dtype, unit, meaning)`` for the 18 SWF fields, in file order.
 SWF_FIELDS: tuple[tuple[str, str, str, str], ...] = (
@@ -104,36 +127,59 @@ _KEY_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*):(?:\s+(.*)|\s*)$")
 
 
 # ----------------------------------------------------------------------------- opening
-def _check_path(path: Path) -> None:
-    """A regular, readable file: a directory, a device (``/dev/zero``) or a FIFO
-    would make a reader fail obscurely or block forever."""
-    check_file(path, "swf", kind="SWF file (.swf or .swf.gz)", error=ModelError)
+def max_swf_bytes(max_bytes=_UNSET) -> int | None:
+    """The limit of log text to read: ``max_bytes`` if given (``None``: no limit), else the environment
+    variable ``HETSCHED_SWF_MAX_BYTES`` (``0``/``none``: no limit), else :data:`MAX_SWF_BYTES`."""
+    if max_bytes is _UNSET:
+        env = os.environ.get(_ENV_LIMIT)
+        if env is None or not env.strip():
+            return MAX_SWF_BYTES
+        text = env.strip().lower()
+        if text in ("0", "none"):
+            return None
+        try:
+            v = int(text)
+        except ValueError:
+            v = -1
+        if v < 1:
+            raise ModelError(f"{_ENV_LIMIT}: expected a positive number of bytes, 0 or none, got {env[:40]!r}")
+        return v
+    if max_bytes is None:
+        return None
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) or max_bytes < 1:
+        raise ModelError(f"max_bytes: expected a positive number of bytes or None (no limit), got {max_bytes!r}")
+    return int(max_bytes)
 
 
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
-
-
-def _open_bin(path: Path):
-    """Byte stream of a plain or gzip file (gzip recognised by its magic bytes, so a
-    plain file named ``.gz`` still reads and a fake ``.gz`` gets a clear error)."""
-    return gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")
-
-
-def _dec(line: bytes) -> str:
-    return line.decode("utf-8", errors="replace")
+def _too_big(path: Path, limit: int) -> ModelError:
+    return ModelError(f"swf: {path}: the log text exceeds the limit of {limit:,} bytes (after decompression); "
+                      f"raise it with max_bytes= in the API, --max-bytes (trace info) or {_ENV_LIMIT}=BYTES "
+                      f"(0 lifts it)")
 
 
 class _Reader:
-    """Line source (bytes) with error translation (bad gzip, truncated gzip, I/O errors)."""
+    """Bytes of a plain or gzip log (gzip recognised by its magic bytes, so a plain file named ``.gz``
+    still reads and a fake ``.gz`` gets a clear error), opened safely, read up to a limit, with error
+    translation (bad gzip, truncated gzip, I/O errors)."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, limit: int | None):
+        from ..safeio import InputError, open_input
+
+        self.path, self.limit, self.total = path, limit, 0
         try:
-            self.f = _open_bin(path)
+            self.raw = open_input(path, what="swf", max_bytes=None)
+        except InputError as exc:
+            raise ModelError(str(exc)) from None
+        try:
+            self.gz = self.raw.read(2) == b"\x1f\x8b"
+            self.raw.seek(0)
         except OSError as exc:
+            self.raw.close()
             raise ModelError(f"swf: cannot read {path}: {exc.strerror or exc}") from None
+        self.f = gzip.GzipFile(fileobj=self.raw, mode="rb") if self.gz else self.raw
+        self.tail = b""
+        self.pending: list[bytes] = []
+        self.eof = False
 
     def _wrap(self, fn, *a):
         try:
@@ -143,19 +189,64 @@ class _Reader:
                     else (exc.strerror or str(exc)))
             raise ModelError(f"swf: {self.path}: {kind}") from None
 
+    def _count(self, data: bytes) -> bytes:
+        self.total += len(data)
+        if self.limit is not None and self.total > self.limit:
+            raise _too_big(self.path, self.limit)
+        return data
+
+    def check_declared_size(self) -> None:
+        """Refuse at once a gzip whose size trailer (ISIZE, the size modulo 2^32 of a single-member file)
+        already exceeds the limit; the running count still catches any other. A trailer beyond deflate's
+        largest ratio (1032:1) is not a size (a corrupt file or several members) and is ignored."""
+        if not self.gz or self.limit is None:
+            return
+        size = os.fstat(self.raw.fileno()).st_size
+        if size >= 18:
+            self.raw.seek(size - 4)
+            isize = int.from_bytes(self.raw.read(4), "little")
+            self.raw.seek(0)
+            if self.limit < isize <= 1032 * size:
+                raise _too_big(self.path, self.limit)
+
     def read(self) -> bytes:
-        """The whole (decompressed) content; one C call for gzip (``gzip.decompress``
-        is ~2x faster than reading a ``GzipFile`` to its end)."""
-        if isinstance(self.f, gzip.GzipFile):
-            with open(self.path, "rb") as raw:
-                return self._wrap(lambda: gzip.decompress(raw.read()))
-        return self._wrap(self.f.read)
+        """The whole (decompressed) content, at most ``limit`` bytes; binary data is refused after its
+        first 64 KiB (a gzip of zeros is not decompressed to the limit)."""
+        head = self._count(self._wrap(self.f.read, 1 << 16))
+        _refuse_binary(self.path, head)
+        n = -1 if self.limit is None else self.limit + 1 - self.total
+        return head + self._count(self._wrap(self.f.read, n)) if len(head) == 1 << 16 else head
 
     def lines(self, n: int) -> list[bytes]:
-        return self._wrap(lambda: list(itertools.islice(self.f, n)))
+        """Up to ``n`` further lines (each with its newline but perhaps the last), read block by block."""
+        while len(self.pending) < n and not self.eof:
+            block = self._count(self._wrap(self.f.read, _BLOCK))
+            if not block:
+                self.eof = True
+                if self.tail:
+                    self.pending.append(self.tail)
+                    self.tail = b""
+                break
+            data = self.tail + block
+            cut = data.rfind(b"\n") + 1
+            self.tail = data[cut:]
+            if len(self.tail) > MAX_LINE_BYTES:
+                raise ModelError(f"swf: {self.path}: a line longer than {MAX_LINE_BYTES:,} bytes (not an SWF log)")
+            if cut:
+                self.pending.extend(data[:cut].splitlines(keepends=True))
+        out = self.pending[:n]
+        del self.pending[:n]
+        return out
 
     def close(self) -> None:
-        self.f.close()
+        try:
+            self.f.close()
+        finally:
+            self.raw.close()
+
+
+def _dec(line: bytes) -> str:
+    return line.decode("utf-8", errors="replace")
 
 
 # ----------------------------------------------------------------------------- header
@@ -166,10 +257,12 @@ def _parse_header(lines: list[str]) -> dict:
         m = _KEY_RE.match(raw)
         if m:
             key, val = m.group(1), (m.group(2) or "").strip()
-            if key in _INT_KEYS:
+            if key in _INT_KEYS:  # a number that is not a finite integer (e.g. 1e400) stays text
                 try:
-                    val = int(float(val))
-                except ValueError:
+                    f = float(val)
+                    if f == int(f):
+                        val = int(f)
+                except (ValueError, OverflowError):
                     pass
             if key in _REPEATABLE:
                 header.setdefault(key, []).append(val)
@@ -191,11 +284,11 @@ def _parse_header(lines: list[str]) -> dict:
     return header
 
 
-def read_swf_header(path: str | os.PathLike) -> dict:
+def read_swf_header(path: str | os.PathLike, *, max_bytes=_UNSET) -> dict:
     """Only the header of an SWF log: ``{"header": {...}, "comments": [...]}`` (reads no job line)."""
     path = Path(path)
     _check_path(path)
-    r = _Reader(path)
+    r = _Reader(path, max_swf_bytes(max_bytes))
     comments = []
     try:
         while True:
@@ -224,9 +317,16 @@ def _fast_parse(data: bytes) -> pd.DataFrame | None:
     if not data.strip():
         return _frame(np.empty((0, _N)))
     try:
-        raw = pd.read_csv(io.BytesIO(data), sep=r"\s+", comment=";", header=None, names=range(_N),
-                          engine="c", skip_blank_lines=True)
-    except (ValueError, pd.errors.ParserError, IndexError, OverflowError, UnicodeError):
+        with warnings.catch_warnings():
+            # index_col=False: a line with more fields than 18 is an error (a ParserWarning on the first
+            # line, a ParserError after it), never a shifted row with the first field as the index
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # a text token: the column check below
+            raw = pd.read_csv(io.BytesIO(data), sep=r"\s+", comment=";", header=None, names=range(_N),
+                              engine="c", skip_blank_lines=True, index_col=False)
+    except (ValueError, pd.errors.ParserError, pd.errors.ParserWarning, IndexError, OverflowError, UnicodeError):
+        return None
+    if not isinstance(raw.index, pd.RangeIndex) or raw.shape[1] != _N:
         return None
     cols = {}
     for j, (name, dtype, _u, _m) in enumerate(SWF_FIELDS):
@@ -315,13 +415,23 @@ def _header_of(lines) -> list[str]:
     return comments
 
 
-def _blocks(path: Path, block_lines: int | None, on_error: str, bad: list[int], header_out: dict):
+def _check_path(path: Path) -> None:
+    """A regular, readable file (checked before any reading: a directory, a device such as ``/dev/zero``
+    or a FIFO would make a reader fail obscurely or block forever)."""
+    from ..validation import check_file
+
+    check_file(path, "swf", kind="SWF file (.swf or .swf.gz)", error=ModelError)
+
+
+def _blocks(path: Path, block_lines: int | None, on_error: str, bad: list[int], header_out: dict,
+            limit: int | None):
     """Yield one typed frame per block of lines (the whole file when
     ``block_lines`` is None); ``header_out`` gets the header before the first yield."""
-    r = _Reader(path)
+    r = _Reader(path, limit)
     lineno = 1
     try:
         if block_lines is None:
+            r.check_declared_size()
             data = r.read()
             _refuse_binary(path, data)
             comments = _header_of(io.StringIO(_dec(data[: 1 << 20])))
@@ -366,8 +476,8 @@ def _refuse_binary(path: Path, data: bytes) -> None:
         raise ModelError(f"swf: {path}: binary data, not an SWF text file")
 
 
-def read_swf(path: str | os.PathLike, *, chunksize: int | None = None,
-             on_error: str = "raise") -> pd.DataFrame | Iterator[pd.DataFrame]:
+def read_swf(path: str | os.PathLike, *, chunksize: int | None = None, on_error: str = "raise",
+             max_bytes=_UNSET) -> pd.DataFrame | Iterator[pd.DataFrame]:
     """Read an SWF log (plain or gzip) as a DataFrame of its 18 fields.
 
     Parameters
@@ -383,6 +493,11 @@ def read_swf(path: str | os.PathLike, *, chunksize: int | None = None,
         an integer field): raise :class:`~hetsched.errors.ModelError` naming
         file, line and field; or drop it and count it in ``attrs["skipped"]``
         (line numbers in ``attrs["skipped_lines"]``).
+    max_bytes : int or None, optional
+        Most bytes of log text to read, after decompression (default
+        :data:`MAX_SWF_BYTES` = 1 GiB, or ``HETSCHED_SWF_MAX_BYTES``; ``None``:
+        no limit). A whole read of a gzip whose size trailer exceeds it is
+        refused before decompressing.
 
     Returns
     -------
@@ -393,28 +508,29 @@ def read_swf(path: str | os.PathLike, *, chunksize: int | None = None,
     ------
     ModelError
         Missing file, directory, device or FIFO, corrupt gzip, binary data,
-        malformed line (with ``on_error="raise"``).
+        more than ``max_bytes`` of text, malformed line (with ``on_error="raise"``).
     """
     if on_error not in ("raise", "skip"):
         raise ModelError(f"on_error: expected 'raise' or 'skip', got {on_error!r}")
     if chunksize is not None:
         if isinstance(chunksize, bool) or not isinstance(chunksize, (int, np.integer)) or chunksize < 1:
             raise ModelError(f"chunksize: expected a positive integer number of jobs, got {chunksize!r}")
+    limit = max_swf_bytes(max_bytes)
     path = Path(path)
     _check_path(path)
     if chunksize is not None:
-        return _iter_chunks(path, int(chunksize), on_error)
+        return _iter_chunks(path, int(chunksize), on_error, limit)
     bad: list[int] = []
     meta: dict = {}
-    df = next(_blocks(path, None, on_error, bad, meta))
+    df = next(_blocks(path, None, on_error, bad, meta, limit))
     df.attrs.update(_attrs(path, meta.get("header", {}), meta.get("comments", []), len(df), bad))
     return df
 
 
-def _iter_chunks(path: Path, chunksize: int, on_error: str) -> Iterator[pd.DataFrame]:
+def _iter_chunks(path: Path, chunksize: int, on_error: str, limit: int | None) -> Iterator[pd.DataFrame]:
     bad: list[int] = []
     meta: dict = {}
-    for df in _blocks(path, chunksize, on_error, bad, meta):
+    for df in _blocks(path, chunksize, on_error, bad, meta, limit):
         if len(df) == 0:
             continue
         df.attrs.update(_attrs(path, meta.get("header", {}), meta.get("comments", []), len(df), bad))

@@ -39,9 +39,15 @@ A trace gives, per job ``k``, a submit time ``s_k`` (seconds) and a run time
   load "reached". Since ``alpha`` scales as ``1/c`` and ``lambda*`` is
   homogeneous of degree -1 in ``alpha``, ``lambda*(c) = lambda*(c0) c / c0``.
 
-Jobs with an unknown or non-positive run time or an unknown submit time are
-dropped (counted in ``dropped``); failed and cancelled jobs are kept (they used
-the machine for their run time).
+Every job of the log is either replayed or counted in ``dropped`` under one
+reason (:data:`DROP_REASONS`, checked in this order): ``malformed_line`` (a line
+skipped by ``read_swf(on_error="skip")``), ``submit_time_unknown`` (field 2 is
+``-1`` or negative), ``run_time_unknown`` (field 4 is ``-1``), ``run_time_zero``,
+``run_time_negative`` (below 0 but not the ``-1`` marker). ``dropped_ids`` gives
+their SWF job numbers (line numbers for malformed lines). Failed and cancelled
+jobs with a positive run time are kept (they used the machine for their run
+time); processor counts play no part (the thesis models run a job on one
+machine), so no job is dropped for them.
 """
 
 from __future__ import annotations
@@ -55,9 +61,17 @@ import pandas as pd
 
 from ..errors import ModelError
 
-__all__ = ["CLASS_RULES", "TraceWorkload", "workload", "fold_classes"]
+__all__ = ["CLASS_RULES", "DROP_REASONS", "TraceWorkload", "workload", "fold_classes", "drop_reasons"]
 
 CLASS_RULES = ("runtime", "procs", "user", "queue", "partition")
+#: why a job of the log is not replayed: reason -> meaning (checked in this order; each job gets the first)
+DROP_REASONS: dict[str, str] = {
+    "malformed_line": "a malformed line skipped by --skip-malformed (ids: line numbers)",
+    "submit_time_unknown": "submit time unknown (-1) or negative",
+    "run_time_unknown": "run time unknown (-1)",
+    "run_time_zero": "run time 0",
+    "run_time_negative": "run time negative (not the -1 marker)",
+}
 _RULE_FIELD = {"procs": "requested_procs", "user": "user_id", "queue": "queue_id", "partition": "partition_id"}
 
 
@@ -91,8 +105,14 @@ class TraceWorkload:
         Model time units per second of the trace.
     target_load : float or None
         The requested ``load`` (``None``: the trace's own time axis).
-    dropped : int
-        Jobs dropped (unknown/non-positive run time, unknown submit time).
+    dropped : dict
+        Jobs of the log not replayed, by reason (:data:`DROP_REASONS`; only
+        reasons that occur): ``len(self) + sum(dropped.values()) == jobs_in_log``.
+    dropped_ids : dict
+        The SWF job numbers of the dropped jobs by reason (line numbers for
+        ``malformed_line``).
+    jobs_in_log : int
+        Jobs (job lines) in the log, replayed or dropped.
     """
 
     arrival: np.ndarray
@@ -106,13 +126,32 @@ class TraceWorkload:
     load: float
     time_scale: float
     target_load: float | None
-    dropped: int
+    dropped: dict = field(default_factory=dict)
     source: str = ""
     lp: Any = field(default=None, repr=False, compare=False)
+    dropped_ids: dict = field(default_factory=dict, repr=False, compare=False)
+    jobs_in_log: int = -1
 
     def __post_init__(self) -> None:
         for name in ("arrival", "size", "klass", "job_id", "alpha"):
             object.__setattr__(self, name, _ro(getattr(self, name)))
+        d = self.dropped
+        if isinstance(d, (int, np.integer)) and not isinstance(d, bool):  # a count without reasons
+            d = {"unspecified": int(d)} if d else {}
+        if not isinstance(d, dict) or any(not isinstance(v, (int, np.integer)) or v < 0 for v in d.values()):
+            raise ModelError(f"dropped: expected {{reason: count}}, got {self.dropped!r}")
+        object.__setattr__(self, "dropped", {str(k): int(v) for k, v in d.items() if v})
+        if self.jobs_in_log < 0:
+            object.__setattr__(self, "jobs_in_log", len(self) + self.dropped_total)
+
+    @property
+    def dropped_total(self) -> int:
+        """Jobs of the log not replayed (all reasons)."""
+        return int(sum(self.dropped.values()))
+
+    def dropped_text(self) -> str:
+        """One line: ``"173 dropped: run time 0 (170), submit time unknown (3)"`` (or ``"none dropped"``)."""
+        return drop_text(self.dropped)
 
     def __len__(self) -> int:
         return int(self.arrival.shape[0])
@@ -142,7 +181,9 @@ class TraceWorkload:
         return {"jobs": len(self), "rule": self.rule, "rule_detail": self.rule_detail,
                 "alpha": self.alpha.tolist(), "counts": self.counts.tolist(), "lp_lambda": self.lp_lambda,
                 "load": self.load, "target_load": self.target_load, "time_scale": self.time_scale,
-                "dropped": self.dropped, "stable": self.stable, "source": self.source}
+                "jobs_in_log": self.jobs_in_log, "dropped": dict(self.dropped),
+                "dropped_job_ids": {k: v[:100].tolist() for k, v in self.dropped_ids.items()},
+                "stable": self.stable, "source": self.source}
 
     def windows(self, k: int) -> list["TraceWorkload"]:
         """Split into ``k`` consecutive windows of nearly equal job counts, each
@@ -158,7 +199,7 @@ class TraceWorkload:
             out.append(TraceWorkload(
                 arrival=a - a[0], size=self.size[part], klass=self.klass[part], job_id=self.job_id[part],
                 rule=self.rule, rule_detail=self.rule_detail, alpha=self.alpha, lp_lambda=self.lp_lambda,
-                load=self.load, time_scale=self.time_scale, target_load=self.target_load, dropped=0,
+                load=self.load, time_scale=self.time_scale, target_load=self.target_load, dropped={},
                 source=self.source, lp=self.lp))
         return out
 
@@ -240,6 +281,45 @@ def fold_classes(df: pd.DataFrame, N: int, rule: str = "runtime") -> tuple[np.nd
     return _categorical(df[col].to_numpy(), N, rule)
 
 
+# ----------------------------------------------------------------------------- dropped jobs
+def drop_reasons(df: pd.DataFrame) -> tuple[np.ndarray, dict, dict]:
+    """Which jobs of an SWF frame are replayed: ``(keep, counts, ids)``.
+
+    ``keep`` is a boolean mask; ``counts``/``ids`` give, for every reason of
+    :data:`DROP_REASONS` that occurs, the number of jobs and their SWF job numbers
+    (malformed lines skipped by the reader: their line numbers, from ``df.attrs``).
+    """
+    submit = df["submit_time"].to_numpy(dtype=np.float64)
+    run = df["run_time"].to_numpy(dtype=np.float64)
+    jid = df["job_id"].to_numpy(dtype=np.int64)
+    left = np.ones(len(df), dtype=bool)
+    counts: dict[str, int] = {}
+    ids: dict[str, np.ndarray] = {}
+    bad_lines = np.asarray(df.attrs.get("skipped_lines", []), dtype=np.int64)
+    if bad_lines.size:
+        counts["malformed_line"] = int(bad_lines.size)
+        ids["malformed_line"] = bad_lines
+    for reason, test in (("submit_time_unknown", ~(submit >= 0) | ~np.isfinite(submit)),
+                         ("run_time_unknown", run == -1),
+                         ("run_time_zero", run == 0),
+                         ("run_time_negative", (run < 0) | ~np.isfinite(run))):
+        hit = left & test
+        if hit.any():
+            counts[reason] = int(hit.sum())
+            ids[reason] = jid[hit]
+            left &= ~hit
+    return left, counts, ids
+
+
+def drop_text(dropped: dict) -> str:
+    """``dropped`` ({reason: count}) as one line for people."""
+    total = int(sum(dropped.values()))
+    if not total:
+        return "none dropped"
+    label = {k: v.split(" (")[0] if k != "malformed_line" else "malformed line" for k, v in DROP_REASONS.items()}
+    return f"{total:,} dropped: " + ", ".join(f"{label.get(k, k)} ({v:,})" for k, v in dropped.items())
+
+
 # ----------------------------------------------------------------------------- public
 def _as_frame(trace) -> pd.DataFrame:
     if isinstance(trace, pd.DataFrame):
@@ -304,10 +384,7 @@ def workload(trace, system, *, classes: str = "runtime", load: float | None = No
     for col in ("submit_time", "run_time", "job_id"):
         if col not in df:
             raise ModelError(f"trace: column {col!r} is missing (expected the columns of read_swf)")
-    submit = df["submit_time"].to_numpy(dtype=np.float64)
-    run = df["run_time"].to_numpy(dtype=np.float64)
-    keep = (run > 0) & (submit >= 0) & np.isfinite(run) & np.isfinite(submit)
-    dropped = int((~keep).sum())
+    keep, dropped, dropped_ids = drop_reasons(df)
     kept = df.loc[keep]
     if len(kept) < 2:
         raise ModelError(f"trace: {len(kept)} usable job(s) (positive run time, known submit time); need at least 2")
@@ -338,5 +415,6 @@ def workload(trace, system, *, classes: str = "runtime", load: float | None = No
     return TraceWorkload(
         arrival=arrival, size=X, klass=klass, job_id=kept["job_id"].to_numpy(dtype=np.int64), rule=classes,
         rule_detail=detail, alpha=alpha, lp_lambda=lam, load=1.0 / lam, time_scale=c, target_load=load,
-        dropped=dropped, source=str(df.attrs.get("source", "")), lp=res,
+        dropped=dropped, source=str(df.attrs.get("source", "")), lp=res, dropped_ids=dropped_ids,
+        jobs_in_log=len(df) + int(dropped.get("malformed_line", 0)),
     )

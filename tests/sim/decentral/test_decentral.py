@@ -1,6 +1,6 @@
 """Decentralized grid model (thesis ch. 4): truths, hand counts, cross-implementation checks.
 
-The LP inside the kernel is tested with the shared tableau in tests/sim/core/test_lptab.py."""
+The LP inside the kernel is tested with the shared tableau in tests/lp/test_tableau.py."""
 
 from __future__ import annotations
 

@@ -32,11 +32,14 @@ import numpy as np
 
 from ...results import OK, UNSTABLE, Result, fmt as _fmt, jsonable as _jsonable, num as _num
 
-__all__ = ["SimResult", "STATUS_OK", "STATUS_UNSTABLE", "STATUS_MESSAGES", "per_class_entry", "estimate",
+__all__ = ["SimResult", "STATUS_OK", "STATUS_UNSTABLE", "STATUS_NO_CI", "STATUS_MESSAGES", "per_class_entry",
+           "estimate",
            "from_replications"]
 
 STATUS_OK, STATUS_UNSTABLE = OK, UNSTABLE
-STATUS_MESSAGES = {STATUS_OK: "ok", STATUS_UNSTABLE: "unstable"}
+#: a trace replay whose windows cannot support a confidence interval (hetsched.traces.estimate)
+STATUS_NO_CI = 3
+STATUS_MESSAGES = {STATUS_OK: "ok", STATUS_UNSTABLE: "unstable", STATUS_NO_CI: "no CI"}
 METRICS = {"Q": "time-average number in system", "W": "mean completion time", "cost": "long-run average cost"}
 
 
@@ -47,7 +50,9 @@ class SimResult(Result):
     """Replicated estimate of one simulated model under one policy (see module docstring)."""
 
     STATUS = {STATUS_OK: "ok: the estimate is trustworthy",
-              STATUS_UNSTABLE: "unstable: the queues grow, the run's numbers estimate nothing"}
+              STATUS_UNSTABLE: "unstable: the queues grow, the run's numbers estimate nothing",
+              STATUS_NO_CI: "no CI: a trace replay's windows cannot support a confidence interval "
+                            "(mean = the replay's own value; the message says why)"}
 
     status: int
     message: str
@@ -183,6 +188,8 @@ class SimResult(Result):
         if self.unstable:
             return f"{who}: UNSTABLE ({self.metric} over the run {_fmt(self.mean_untrusted)}, untrusted)"
         lo, hi = self.ci
+        if self.status == STATUS_NO_CI:
+            return f"{who}: {self.metric} = {_fmt(self.mean)} (no CI: see the status)"
         return f"{who}: {self.metric} = {_fmt(self.mean)}, 95% CI [{_fmt(lo)}, {_fmt(hi)}]"
 
     def __repr__(self) -> str:

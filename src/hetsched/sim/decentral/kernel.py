@@ -37,7 +37,7 @@ from numba import njit
 
 from ..core.events import ev_cancel, ev_new, ev_schedule
 from ..core.instability import seg_close, seg_new, seg_observe
-from ..core.lptab import gub_simplex, solve_vertex
+from ...lp.tableau import gub_simplex, solve_vertex
 from ..core.rng import expo, uniform
 
 #: the model: arrays made once per (system, policy, options)

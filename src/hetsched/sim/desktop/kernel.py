@@ -54,7 +54,7 @@ from numba import njit
 
 from ...policies.pull import choose as _choose_py
 from ...policies.pull import qualifies as _qualifies_py
-from ..core import lptab
+from ...lp import tableau as lptab
 from ..core.events import ev_cancel, ev_new, ev_schedule
 from ..core.instability import seg_observe
 from ..core.rng import uniform

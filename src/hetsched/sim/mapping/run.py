@@ -247,31 +247,6 @@ def summarize(params: dict, runs: list[dict], *, seed: int, wall: float, scenari
     return res
 
 
-def _batch_means(res: SimResult, k: int, N: int, *, keep_records: bool) -> None:
-    """Turn one whole-log replay into ``k`` batch means (equal job counts, in arrival order), in place."""
-    from ...stats import t_interval
-
-    rec = res.records.sort_values("task", kind="stable")
-    resp = (rec["end"] - rec["arrival"]).to_numpy()
-    cls = rec["class"].to_numpy()
-    parts = np.array_split(np.arange(resp.size), k)
-    Wb = [float(resp[p].mean()) for p in parts]
-    e = t_interval(Wb)
-    res.set_estimate(float(e.mean), (float(e.low), float(e.high)), float(e.rel_half_width))
-    for i, pc in enumerate(res.per_class):
-        vals = [float(resp[p][cls[p] == i].mean()) for p in parts if (cls[p] == i).any()]
-        ei = t_interval(vals) if len(vals) > 1 else None
-        pc["mean"] = pc["W"] = float(np.mean(vals)) if vals else None
-        pc["ci"] = pc["W_ci"] = None if ei is None else [float(ei.low), float(ei.high)]
-        pc.pop("Q_ci", None)
-    res.reps = k
-    res.extra["windows"] = k
-    res.extra["W_windows"] = Wb
-    res.extra["W_log"] = float(resp.mean())
-    if not keep_records:
-        res.records = None
-
-
 def prepare_trace(params: dict, tw, reps: int) -> dict:
     """Params of :func:`prepare` turned into a replay of the :class:`~hetsched.traces.TraceWorkload` ``tw``
     in ``reps`` consecutive windows (replication ``r`` replays window ``r``, :meth:`TraceWorkload.windows`)."""
@@ -458,11 +433,10 @@ def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int
         if windows not in ("batch", "independent"):
             raise ModelError(f"windows: expected 'batch' or 'independent', got {windows!r}")
         prepare_trace(params, tw, reps)  # validates reps against the trace
+        batches = int(reps)  # the statistics of the replay need its records (hetsched.traces.replay)
         if windows == "batch":
-            batches, reps = int(reps), 1
-            params = prepare_trace({**params, "records": True}, tw, 1)
-        else:
-            params = prepare_trace(params, tw, reps)
+            reps = 1
+        params = prepare_trace({**params, "records": True}, tw, reps)
     root = seed_sequence(seed)
     if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
         raise ModelError(f"reps must be a positive integer, got {reps!r}")
@@ -471,10 +445,12 @@ def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int
     def finish(runs: list[dict], seconds: float) -> SimResult:
         res = summarize(params, runs, seed=int(root.entropy), wall=seconds, scenario=scenario)
         if tw is not None:
+            from ...traces.replay import summarize_replay
+
             res.horizon = None
             res.extra["windows_rule"] = windows
-        if batches:
-            _batch_means(res, batches, len(params["alpha"]), keep_records=bool(records))
+            summarize_replay(res, tw, batches, machines=params["mu"].shape[1], rule=windows,
+                             keep_records=bool(records))
         return res
 
     # warm: this run's own kernel signature (array types differ between policies), so that forked

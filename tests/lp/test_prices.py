@@ -95,11 +95,35 @@ def test_identical_machines_in_large_groups():
 
 def test_ungrouped_3f_matches_the_grouped_lp():
     s = load("3.F", case=2)
-    flat = allocation_lp(s, grouped=False)  # N x 3,000: the price route
     grp = allocation_lp(s)
-    assert flat.status == 0 and flat.solver.startswith("price route:")
-    assert flat.lam == pytest.approx(grp.lam, rel=1e-9)
-    check_certificate(flat, s.mu, s.alpha_array, s.a)
+    # N x 3,000 with 13 distinct machines: copies are all tied, so auto takes HiGHS IPM + crossover
+    flat = allocation_lp(s, grouped=False)
+    assert flat.status == 0 and flat.solver.startswith("HiGHS IPM with crossover (chosen by shape: 4 classes, 13 ")
+    for res in (flat, allocation_lp(s, grouped=False, method="prices")):
+        assert res.lam == pytest.approx(grp.lam, rel=1e-9)
+        check_certificate(res, s.mu, s.alpha_array, s.a)
+        assert res.zeros >= res.target_zeros  # a vertex (crossover, or the master's basis)
+
+
+def test_auto_picks_the_route_by_shape():
+    """Fewer machines than classes, or mostly copies: HiGHS IPM with crossover (a vertex);
+    otherwise the price route; both certified and equal to HiGHS simplex's lambda*."""
+    for N, M, route in [(100, 60, "HiGHS IPM with crossover"), (60, 100, "price route:")]:
+        mu, alpha = dense_random(N, M, 5)
+        res = solve_allocation(mu, alpha)
+        assert res.status == 0 and res.solver.startswith(route), res.solver
+        check_certificate(res, mu, alpha)
+        assert res.zeros >= res.target_zeros
+        assert res.lam == pytest.approx(solve_allocation(mu, alpha, method="highs").lam, rel=1e-9)
+    from hetsched.lp._solve import prices_pay
+
+    nu = np.repeat(np.array([[1.0, 0.5], [0.2, 1.0]]), 3000, axis=1)  # 2 distinct machines, 6,000 copies
+    assert prices_pay(nu, np.ones(6000)) == (False, 2, 6000)
+    nu = dense_random(4, 6000, 1)[0]
+    assert prices_pay(nu, np.ones(6000)) == (True, 6000, 6000)
+    cap = np.ones(6000)
+    cap[:10] = 0.0  # machines without capacity do not count
+    assert prices_pay(nu, cap) == (True, 5990, 5990)
 
 
 # ------------------------------------------------------------------ property tests
@@ -164,12 +188,12 @@ def test_class_without_capacity_is_a_status_on_every_route():
 
 
 def test_solver_failure_is_a_status(monkeypatch):
-    import hetsched.lp as lp
+    import hetsched.lp._solve as lp
 
-    def fails(rates, alpha, cap, solution, careful):
+    def fails(rates, alpha, cap, solution, careful, ipm=False):
         return False, None, float("nan"), None, 0, "Not Set"
 
-    monkeypatch.setattr(lp, "_highs_full", fails)
+    monkeypatch.setattr(lp, "highs_full", fails)
     res = solve_allocation([[1.0, 2.0]], [1.0], method="highs")
     assert res.status == 3 and not res.success and np.isnan(res.lam)
     assert "HiGHS returned 'Not Set'" in res.message and "mu/alpha" in res.message
@@ -178,7 +202,7 @@ def test_solver_failure_is_a_status(monkeypatch):
 
 
 def test_an_uncertified_price_answer_falls_back_to_highs(monkeypatch):
-    import hetsched.lp as lp
+    import hetsched.lp._solve as lp
 
     mu, alpha = dense_random(5, 1500, 4)
     good = solve_allocation(mu, alpha, method="highs")
@@ -190,7 +214,7 @@ def test_an_uncertified_price_answer_falls_back_to_highs(monkeypatch):
         lam = float((d * nu).sum(axis=1).min())
         return d, lam, y, {"newton_steps": 0, "contested": 0, "rounds": 0, "master_iterations": 0}
 
-    monkeypatch.setattr(lp, "_price_route", suboptimal)
+    monkeypatch.setattr(lp, "price_route", suboptimal)
     res = solve_allocation(mu, alpha, method="prices")
     assert res.status == 0 and res.solver.startswith("HiGHS simplex (fallback: the price route was not certified")
     assert res.lam == pytest.approx(good.lam, rel=1e-12)
@@ -221,7 +245,7 @@ def test_price_route_refuses_central_solutions():
 
 # ------------------------------------------------------------------ compiled kernels
 def test_top_two_matches_numpy():
-    from hetsched import _lp_kernel as K
+    from hetsched.lp import _kernels as K
 
     rng = np.random.default_rng(5)
     nu = rng.choice([0.0, 0.5, 1.0, 2.0], size=(4, 500))  # ties and classes that cannot run
@@ -238,7 +262,7 @@ def test_top_two_matches_numpy():
 
 
 def test_smoothed_dual_derivatives_match_finite_differences():
-    from hetsched import _lp_kernel as K
+    from hetsched.lp import _kernels as K
 
     rng = np.random.default_rng(8)
     N, M, tau = 4, 50, 0.05
@@ -281,3 +305,31 @@ def test_cli_reports_a_class_without_capacity_in_one_line(tmp_path):
         out = r.output.strip().splitlines()
         assert len(out) == 1 and "class 2 cannot run on any available machine" in out[0]
         assert "Traceback" not in r.output
+
+
+def test_newton_direction_and_lu_solve_match_numpy():
+    """The compiled, single-threaded solves of the Newton step against numpy's LAPACK on the same systems."""
+    from hetsched.lp import _kernels as K
+
+    rng = np.random.default_rng(11)
+    for N in (1, 3, 40):
+        B = rng.normal(size=(N, N + 5))
+        H = B @ B.T / N  # positive definite
+        g = rng.normal(size=N)
+        ridge = 1e-12 * np.trace(H) / N
+        kkt = np.zeros((N + 1, N + 1))
+        kkt[:N, :N] = H + ridge * np.eye(N)
+        kkt[:N, N] = kkt[N, :N] = 1.0
+        rhs = np.concatenate([-g, [0.0]])
+        want = np.linalg.solve(kkt, rhs)
+        dy = np.empty(N)
+        assert K.newton_direction(H, g, ridge, dy)
+        np.testing.assert_allclose(dy, want[:N], rtol=1e-9, atol=1e-12)
+        assert abs(dy.sum()) < 1e-9 * max(1.0, np.abs(dy).max())  # stays on the simplex's plane
+        x = np.empty(N + 1)
+        assert K.lu_solve(kkt, rhs, x)
+        np.testing.assert_allclose(x, want, rtol=1e-9, atol=1e-12)
+    # a Hessian with a zero row (a class without near ties): Cholesky refuses, LU solves the KKT system
+    H = np.diag([2.0, 1.0, 0.0])
+    assert not K.newton_direction(H, np.ones(3), 1e-14, np.empty(3))
+    assert not K.lu_solve(np.zeros((2, 2)), np.ones(2), np.empty(2))  # singular: the caller's least squares

@@ -39,9 +39,11 @@ Routines:
 * :func:`solve_vertex` -- allocate, warm-start or cold-solve, write the support
   (convenience for callers that do not keep a tableau).
 
-Tests compare every route with HiGHS (``tests/sim/core/test_lptab.py``).
+Tests compare every route with HiGHS (``tests/lp/test_tableau.py``).
 """
 
+# long-file: one compiled kernel family (numba) sharing the tableau layout above; splitting
+# it would spread one data structure's pivoting rules over several files.
 from __future__ import annotations
 
 import numpy as np

@@ -1,7 +1,11 @@
 """Steady-state and transient solution of the tangible CTMC, and reward measures.
 
-Steady state solves ``pi Q = 0, sum(pi) = 1`` on the single bottom strongly
-connected component (transient states get probability 0):
+Steady state solves ``pi Q = 0, sum(pi) = 1`` on each closed (bottom strongly
+connected) class of the chain; transient states get probability 0. With one
+closed class that is the stationary distribution; with several (or absorbing
+markings) it is the long-run distribution from the initial marking: each class's
+stationary distribution weighted by the probability of ending in it
+(:func:`_absorption`, one sparse solve), as Storm computes it. Per class:
 
 * ``direct``: sparse LU (SuperLU, COLAMD ordering) of the system with one
   unknown fixed, ``Q[-k,-k]^T x = -Q[k,-k]^T`` - no dense normalisation row, so
@@ -35,14 +39,16 @@ from __future__ import annotations
 
 import time
 import warnings
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import ModelError, SolverError
+from ..results import Result, jsonable
 from .net import MarkingView, Reward
 from .reach import CTMC
 
@@ -51,12 +57,20 @@ __all__ = ["SteadyState", "steady_state", "transient", "expect"]
 METHODS = ("auto", "direct", "iad", "sor")
 
 
-@dataclass
-class SteadyState:
-    """Result of a steady-state solve (like scipy's OptimizeResult)."""
+@dataclass(repr=False)
+class SteadyState(Result):
+    """Result of a steady-state solve (the result protocol of :mod:`hetsched.results`).
+
+    ``pi`` is the long-run distribution over the tangible states (the solver's
+    vector, also when ``success`` is False); :meth:`to_frame` marks it untrusted then.
+    ``closed_classes``: closed (bottom) classes of the chain; with more than one, ``pi``
+    is the long-run distribution from the initial marking (``absorbing`` of them are
+    single absorbing markings).
+    """
+
+    STATUS: ClassVar[dict[int, str]] = {0: "converged", 1: "not converged", 2: "numerical failure"}
 
     pi: np.ndarray
-    success: bool
     status: int
     message: str
     method: str
@@ -65,6 +79,29 @@ class SteadyState:
     seconds: float
     transient_states: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    closed_classes: int = 1
+    absorbing: int = 0
+
+    @property
+    def states(self) -> int:
+        return int(self.pi.size)
+
+    def as_dict(self) -> dict[str, Any]:
+        return jsonable({"status": int(self.status), "success": self.success, "message": self.message,
+                         "seconds": self.seconds, "states": self.states, "method": self.method,
+                         "residual": self.residual, "iterations": self.iterations,
+                         "transient_states": self.transient_states, "closed_classes": self.closed_classes,
+                         "absorbing": self.absorbing, **self.extra})
+
+    def _frame_rows(self):
+        ok = self.success
+        for i, v in enumerate(self.pi):
+            yield {"state": i, "measure": "probability", "value": float(v) if ok else math.nan,
+                   "value_untrusted": math.nan if ok else float(v)}
+
+    def _headline(self) -> str:
+        return (f"steady state of {self.states} tangible states by {self.method}: residual "
+                f"{self.residual:.2g} after {self.iterations} iterations")
 
 
 def _residual(Q: sp.csr_matrix, pi: np.ndarray) -> float:
@@ -72,31 +109,45 @@ def _residual(Q: sp.csr_matrix, pi: np.ndarray) -> float:
     return float(np.abs(Q.T @ pi).sum() / (d if d > 0 else 1.0))
 
 
-def _bottom_component(Q: sp.csr_matrix, markings: np.ndarray, names) -> np.ndarray:
-    """Indices of the unique bottom SCC; errors for absorbing states or several BSCCs."""
+def _closed_classes(Q: sp.csr_matrix) -> list[np.ndarray]:
+    """The closed (bottom) strongly connected classes of the chain, as index arrays
+    (an absorbing state is a class of its own)."""
     from scipy.sparse.csgraph import connected_components
 
     n = Q.shape[0]
-    # Q is canonical (no explicit zeros): the off-diagonal out-degree is the row length minus the diagonal
-    outdeg = np.diff(Q.indptr) - (Q.diagonal() != 0)
-    off = Q  # self-loops change no strongly connected component
-    if n > 1 and (outdeg == 0).any():
-        k = int(np.flatnonzero(outdeg == 0)[0])
-        m = MarkingView(markings[k].astype(np.int64), {p: j for j, p in enumerate(names)})
-        raise ModelError(f"steady-state analysis: {int((outdeg == 0).sum())} absorbing tangible marking(s), "
-                         f"e.g. {m!r}; use transient analysis or make the net live")
-    ncomp, lab = connected_components(off, directed=True, connection="strong")
+    ncomp, lab = connected_components(Q, directed=True, connection="strong")
     if ncomp == 1:
-        return np.arange(n)
-    coo = off.tocoo()
+        return [np.arange(n)]
+    coo = Q.tocoo()
     leaving = (lab[coo.row] != lab[coo.col]) & (coo.data != 0)
     has_exit = np.zeros(ncomp, bool)
     has_exit[lab[coo.row[leaving]]] = True
-    bottoms = np.flatnonzero(~has_exit)
-    if bottoms.size > 1:
-        raise ModelError(f"steady-state analysis: the CTMC has {bottoms.size} closed classes, so the long-run "
-                         f"distribution depends on the initial marking; use transient analysis")
-    return np.flatnonzero(lab == bottoms[0])
+    order = np.argsort(lab, kind="stable")
+    starts = np.searchsorted(lab[order], np.arange(ncomp + 1))
+    return [order[starts[c]:starts[c + 1]] for c in np.flatnonzero(~has_exit)]
+
+
+def _absorption(Q: sp.csr_matrix, p0: np.ndarray, classes: list[np.ndarray]) -> np.ndarray:
+    """Probability that the chain started in ``p0`` ends in each closed class.
+
+    With ``T`` the states outside every closed class: the expected time spent in each
+    of them is ``y = p0_T (-Q_TT)^{-1}`` (one sparse solve), and the mass that enters
+    class ``b`` is ``p0(b) + y Q_{T,b} 1``.
+    """
+    n = Q.shape[0]
+    cls = np.full(n, -1, np.int64)
+    for k, c in enumerate(classes):
+        cls[c] = k
+    T = np.flatnonzero(cls < 0)
+    mass = np.bincount(cls[cls >= 0], weights=p0[cls >= 0], minlength=len(classes))
+    if T.size:
+        QT = Q[T].tocsr()
+        A = (-QT[:, T]).T.tocsc()
+        y = spla.splu(A, permc_spec="COLAMD").solve(np.ascontiguousarray(p0[T], dtype=float))
+        out = (QT.multiply(y[:, None])).tocsr().sum(axis=0).A1     # y Q_{T,.}
+        inside = cls >= 0
+        mass += np.bincount(cls[inside], weights=out[inside], minlength=len(classes))
+    return mass
 
 
 def _direct(Q: sp.csr_matrix) -> np.ndarray:
@@ -279,56 +330,93 @@ def steady_state(ctmc: CTMC, *, method: str = "auto", tol: float = 1e-13, maxite
     Q = ctmc.Q
     n = Q.shape[0]
     names = ctmc.space.net.place_names
-    comp = _bottom_component(Q, ctmc.markings, names)
-    Qc = Q if comp.size == n else Q[comp][:, comp].tocsr()
-    chosen = method
-    if method == "auto":
-        chosen = "direct" if Qc.shape[0] <= direct_limit else "iad"
-    its = 0
-    extra: dict[str, Any] = {}
+    classes = _closed_classes(Q) if n > 1 else [np.arange(n)]
+    opts = dict(method=method, tol=tol, maxiter=maxiter, direct_limit=direct_limit, aggregate_by=aggregate_by,
+                max_aggregates=max_aggregates, max_partitions=max_partitions, sweeps=sweeps)
     # numerical trouble (a singular factor, an iteration that blows up) becomes a status, never a
     # NumPy/SciPy warning or exception at the user
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if chosen == "direct":
-            try:
-                pic = _direct(Qc)
-            except (MemoryError, RuntimeError, ValueError) as exc:
-                raise SolverError(f"direct steady-state solver failed ({type(exc).__name__}: {exc}); "
-                                  f"try method='iad'") from exc
-            res = _residual(Qc, pic)
-        elif chosen == "iad":
-            parts = _choose_partitions(ctmc.markings[comp], names, aggregate_by, max_aggregates, max_partitions)
-            extra["aggregates"] = [int(a.max()) + 1 for a in parts]
-            start = None
-            if x0 is not None and np.shape(x0) == (n,) and np.all(np.isfinite(x0)):
-                start = np.clip(np.asarray(x0, float)[comp], 1e-300, None)
-                start /= start.sum()
-            pic, its, res = _iad(Qc, parts, tol, maxiter, sweeps, x0=start)
-            if not res <= tol and method == "auto":
-                chosen = "iad+sor"
-                pic, it2 = _sor(Qc, tol, 10 * maxiter, x0=pic if np.all(np.isfinite(pic)) else None)
-                its += it2
-                res = _residual(Qc, pic)
+        if len(classes) == 1:
+            comp = classes[0]
+            pic, chosen, its, res, extra = _solve_class(Q, comp, ctmc.markings, names, x0, opts)
+            weights = [1.0]
+            parts = [(comp, pic)]
         else:
-            pic, its = _sor(Qc, tol, 10 * maxiter)
-            res = _residual(Qc, pic)
-        finite = bool(np.all(np.isfinite(pic)) and np.isfinite(res))
+            try:
+                weights = _absorption(Q, ctmc.p0, classes)
+            except (MemoryError, RuntimeError, ValueError) as exc:
+                raise SolverError(f"absorption probabilities failed ({type(exc).__name__}: {exc})") from exc
+            parts, chosen, its, res, extra = [], "direct", 0, 0.0, {}
+            for comp, w in zip(classes, weights):
+                if w <= 0:
+                    continue
+                pic, ch, it, r, ex = _solve_class(Q, comp, ctmc.markings, names, None, opts)
+                parts.append((comp, w * pic))
+                chosen = ch if comp.size > 1 and ch != "direct" else chosen
+                its, res = its + it, max(res, r)
         pi = np.zeros(n)
-        pi[comp] = pic if finite else 0.0
-        ok = bool(finite and res <= max(tol * 100, 1e-14) and pic.min() > -1e-10)
+        for comp, v in parts:
+            pi[comp] = v
+        finite = bool(np.all(np.isfinite(pi)) and np.isfinite(res))
+        if not finite:
+            pi[:] = 0.0
+        ok = bool(finite and res <= max(tol * 100, 1e-14) and pi.min() > -1e-10)
         if ok:
             status, msg = 0, "converged"
         elif finite:
             status, msg = 1, f"not converged: residual {res:.3g} (target {tol:.3g}) after {its} iterations"
         else:
             status, msg = 2, f"numerical failure: the {chosen} solver produced non-finite values"
+        absorbing = sum(1 for c in classes if c.size == 1 and Q[c[0]].nnz == 0)
+        if len(classes) > 1 and ok:
+            msg = (f"long-run distribution from the initial marking over {len(classes)} closed classes "
+                   f"({absorbing} absorbing marking(s))")
         pi = np.clip(pi, 0.0, None)
         tot = pi.sum()
         pi = pi / tot if tot > 0 else np.full(n, np.nan)
-    return SteadyState(pi=pi, success=ok, status=status, message=msg, method=chosen,
+    in_closed = sum(c.size for c in classes)
+    return SteadyState(pi=pi, status=status, message=msg, method=chosen,
                        residual=float(res), iterations=its, seconds=time.perf_counter() - t0,
-                       transient_states=n - comp.size, extra=extra)
+                       transient_states=n - in_closed, extra=extra, closed_classes=len(classes),
+                       absorbing=absorbing)
+
+
+def _solve_class(Q, comp, markings, names, x0, o) -> tuple[np.ndarray, str, int, float, dict]:
+    """Stationary distribution of the closed class ``comp`` (indices into ``Q``)."""
+    n = Q.shape[0]
+    Qc = Q if comp.size == n else Q[comp][:, comp].tocsr()
+    method, tol, maxiter = o["method"], o["tol"], o["maxiter"]
+    chosen = method
+    if method == "auto":
+        chosen = "direct" if Qc.shape[0] <= o["direct_limit"] else "iad"
+    its = 0
+    extra: dict[str, Any] = {}
+    if chosen == "direct":
+        try:
+            pic = _direct(Qc)
+        except (MemoryError, RuntimeError, ValueError) as exc:
+            raise SolverError(f"direct steady-state solver failed ({type(exc).__name__}: {exc}); "
+                              f"try method='iad'") from exc
+        res = _residual(Qc, pic)
+    elif chosen == "iad":
+        parts = _choose_partitions(markings[comp], names, o["aggregate_by"], o["max_aggregates"],
+                                   o["max_partitions"])
+        extra["aggregates"] = [int(a.max()) + 1 for a in parts]
+        start = None
+        if x0 is not None and np.shape(x0) == (n,) and np.all(np.isfinite(x0)):
+            start = np.clip(np.asarray(x0, float)[comp], 1e-300, None)
+            start /= start.sum()
+        pic, its, res = _iad(Qc, parts, tol, maxiter, o["sweeps"], x0=start)
+        if not res <= tol and method == "auto":
+            chosen = "iad+sor"
+            pic, it2 = _sor(Qc, tol, 10 * maxiter, x0=pic if np.all(np.isfinite(pic)) else None)
+            its += it2
+            res = _residual(Qc, pic)
+    else:
+        pic, its = _sor(Qc, tol, 10 * maxiter)
+        res = _residual(Qc, pic)
+    return pic, chosen, its, float(res), extra
 
 
 def transient(ctmc: CTMC, times, *, p0: np.ndarray | None = None, eps: float = 1e-12) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The one compiled LP tableau (sim/core/lptab.py) against HiGHS, on both models' uses."""
+"""The one compiled LP tableau (``hetsched.lp.tableau``) against HiGHS, on both models' uses."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from hetsched.lp import solve_allocation
 from hetsched.scenarios import load
-from hetsched.sim.core import lptab as L
+from hetsched.lp import tableau as L
 from hetsched.sim.decentral import per_machine_alpha
 
 
