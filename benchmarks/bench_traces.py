@@ -11,7 +11,7 @@
    peak memory (max RSS of a fresh process) of reading the first 1,000 usable jobs through the chunked
    reader (``workload_from_swf(..., max_jobs=1000)``) against reading the whole log first (what it did
    before); issue 23 measured 4.7 GB for a 10^7-job log.
-5. The statistics of a trace replay (:func:`hetsched.traces.replay.summarize_replay`: the window estimates
+5. The statistics of a trace replay (:func:`hetsched.sim.mapping.replay.summarize_replay`: the window estimates
    of W, waiting time and bounded slowdown, overall and per class, utilisation, the trend rule) against
    the compiled replay itself, LCG on 2.C1 under LPAS at load 0.8, 30 windows.
 
@@ -141,7 +141,7 @@ def _memory_rows(quick: bool) -> list[dict]:
 def _stats_row(quick: bool) -> dict:
     import hetsched as hs
     from hetsched.traces import workload
-    from hetsched.traces import replay as R
+    from hetsched.sim.mapping import replay as R
 
     c1 = hs.load("2.C1")
     tw = workload(read_swf(LCG), c1, load=0.8)
@@ -152,8 +152,6 @@ def _stats_row(quick: bool) -> dict:
         t0 = time.perf_counter()
         orig(*a, **k)
         calls.append(time.perf_counter() - t0)
-
-    import hetsched.sim.mapping.run  # noqa: F401 - the call site imports summarize_replay at call time
 
     R.summarize_replay = timed
     try:

@@ -433,7 +433,8 @@ def test_cli_overload_clipping_records_and_status(tmp_path):
     (lambda p: ["--seed", "-1"], "--seed"),
     (lambda p: ["--jobs", "0"], "--jobs"),
     (lambda p: ["--records", str(p / "no" / "r.parquet")], "does not exist"),
-    (lambda p: ["--records", str(p)], "is a folder"),
+    (lambda p: ["--records", str(p)], "must end in .parquet or .csv"),
+    (lambda p: (p / "d.parquet").mkdir() or ["--records", str(p / "d.parquet")], "is a folder"),
     (lambda p: ["--sizes", "4,4", "--rates", "1,1", "--max-s", "10"], "--max-s: 10 exceeds the largest cluster"),
 ])
 def test_cli_bad_input_one_line(tmp_path, args, match):

@@ -32,7 +32,7 @@ _EXPORTS = {
     "RECORD_FORMATS": "records", "MAX_SWF_BYTES": "swf", "DROP_REASONS": "workload", "drop_reasons": "workload",
     "WindowEstimate": "estimate", "window_estimate": "estimate", "paired_estimate": "estimate",
     "estimate_from_windows": "estimate", "window_means": "estimate",
-    "summarize_replay": "replay", "hpc_metrics": "replay", "bounded_slowdown": "replay",
+    "hpc_metrics": "replay", "bounded_slowdown": "replay",
     "BSLD_TAU_SECONDS": "replay",
 }
 

@@ -445,7 +445,7 @@ def plan(system, policy, *, reps: int = 30, horizon: float = 20_000.0, seed: int
     def finish(runs: list[dict], seconds: float) -> SimResult:
         res = summarize(params, runs, seed=int(root.entropy), wall=seconds, scenario=scenario)
         if tw is not None:
-            from ...traces.replay import summarize_replay
+            from .replay import summarize_replay
 
             res.horizon = None
             res.extra["windows_rule"] = windows
