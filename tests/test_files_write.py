@@ -398,3 +398,17 @@ def test_sigterm_to_reproduce_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
     assert back.status == 2 and 0 < len(back.rows) < 33
     assert not (out_dir / resultsio.LOCK).exists()  # released at exit
     resultsio.prepare_outdir(out_dir)  # the same command again is not blocked
+
+
+@pytest.mark.slow
+def test_compare_outdir_force_twice_keeps_user_files(tmp_path):
+    """``compare --outdir`` writes figures and a report beside the results: all in the manifest, so a second
+    run with --force replaces them (and only them)."""
+    d = tmp_path / "cmp"
+    args = ["compare", "2.A", "--policy", "mct", "--policy", "lpas", "--reps", "2", "--horizon", "20", "--outdir", d]
+    assert _cli(*args).exit_code == 0
+    (d / "mine.txt").write_text("mine")
+    r = _cli(*args, "--force")
+    assert r.exit_code == 0, r.output
+    assert (d / "mine.txt").read_text() == "mine"
+    assert {"compare-means.png", "report.html", "results.json"} <= set(resultsio.manifest(d))
