@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
   echo "the parameter that exposes the alternative. Generated from \`docs/_parts/\` by"
   echo "\`docs/build_assumptions.sh\`; edit the parts."
   echo
-  for part in core sim desktop decentral mdp srn muscle dispatch traces validation exports report runner bench papers; do
+  for part in core sim desktop decentral mdp optimal srn muscle dispatch traces validation exports report runner bench papers; do
     f="_parts/assumptions-$part.md"
     [ -f "$f" ] || continue
     echo

@@ -22,7 +22,7 @@ from hetsched.mdp.coalloc import (
     policy_from_table,
     solve_coalloc,
 )
-from hetsched.mdp.ctmdp import policy_iteration, to_mdptoolbox, value_iteration
+from hetsched.mdp.ctmdp import to_mdptoolbox, value_iteration
 
 
 def params(**kw) -> CoallocParams:
@@ -74,7 +74,7 @@ def test_state_count_published() -> None:
 
 def test_compiled_builder_equals_its_python_execution() -> None:
     # the numba kernel run as plain Python (its py_func) writes the same arrays
-    from hetsched.mdp.coalloc import _CFG_LUT, _ROW_MAX, CONFIGS, _coalloc_kernel
+    from hetsched.mdp.coalloc.builder import _CFG_LUT, _ROW_MAX, CONFIGS, _coalloc_kernel
 
     for prm in (params(delta=3), params(delta=3, self_loop="post", boundary="absorb", p=1.0)):
         D = prm.delta
@@ -335,3 +335,84 @@ def test_overload_is_reported() -> None:
     # a fast co-allocated service (mu3 = 5) lets cluster 1 at rho1 = 1.05 borrow cluster 2's idle node
     assert CoallocParams.from_loads(rho1=1.05, rho2=0.1, mu3=5.0, p=0.6, delta=4).overload_reason() is None
     assert solve_coalloc(params(rho=1.5, delta=4)).as_dict()["overload"].startswith("rho2")
+
+
+# --------------------------------------------------------------------------- §5 figures and the §6 comparator
+
+
+@pytest.mark.parametrize("exp_id", ["coalloc-fig2", "coalloc-fig3", "coalloc-fig4"])
+def test_reproduce_table_figures_equal_mdp_coalloc(exp_id, tmp_path) -> None:
+    """`reproduce coalloc-fig2/3/4` (Delta = 12 here) gives exactly the table `mdp coalloc` computes."""
+    from typer.testing import CliRunner
+
+    from hetsched import experiments
+    from hetsched.cli import app
+    from hetsched.experiments.coalloc import TABLE_FIGS
+
+    spec = TABLE_FIGS[exp_id]
+    opts = experiments.RunOptions(quick=True, seed=1, workers=1, outdir=tmp_path, progress=False,
+                                  extra={"delta": 12})
+    res = experiments.get(exp_id).run(opts)
+    r = CliRunner().invoke(app, ["mdp", "coalloc", "--rho", str(spec["rho"]), "--mu3", str(spec["mu3"]),
+                                 "--p", str(spec["p"]), "--delta", "12", "--json"])
+    assert r.exit_code == 0, r.output
+    table = json.loads(r.stdout)["tables"][f"x1={spec['x1']}"]
+    got = [[None] * 13 for _ in range(12)]
+    for row in res.rows:
+        assert row["metric"] == "action" and row["value"] == row["action"] and row["x1"] == spec["x1"]
+        got[row["q1"] - 1][row["q2"]] = row["action"]
+    assert got == table
+    assert res.figures[0].exists() and "Optimal action" in res.table
+
+
+def test_table_figures_are_listed_and_appear_in_the_report(tmp_path) -> None:
+    from hetsched import experiments
+    from hetsched.report.html import build_report
+
+    reg = experiments.registry()
+    assert {"coalloc-fig2", "coalloc-fig3", "coalloc-fig4"} <= set(reg)
+    exp = reg["coalloc-fig2"]
+    opts = experiments.RunOptions(quick=True, seed=1, workers=1, outdir=tmp_path / "coalloc-fig2", progress=False,
+                                  extra={"delta": 6})
+    experiments.prepare_outdir(opts.outdir)
+    experiments.write_results(experiments.run_experiment(exp, opts), opts.outdir)
+    html = build_report(tmp_path).read_text()
+    assert "coalloc-fig2" in html and "Fig. 2" in html
+
+
+def test_comparator_heuristic_differs_exactly_where_p_matters() -> None:
+    prm = CoallocParams.from_loads(rho=0.8, mu3=0.7, p=0.6, delta=10)
+    model = build_coalloc(prm)
+    a = heuristic_policy(model)                 # p c1 q1 > c2 q2
+    b = heuristic_policy(model, rule="c1q1")    # c1 q1 > c2 q2
+    q1, q2, g, x1, x2, x11 = model.states.T
+    adm = (g == 2) & (x11 == 0) & (x1 == 1) & (x2 == 0)
+    between = adm & (prm.p * prm.c1 * q1 <= prm.c2 * q2) & (prm.c2 * q2 < prm.c1 * q1)
+    assert np.array_equal(b - a, between.astype(int))  # the comparator co-allocates in these states only
+    assert between.any()
+    one = build_coalloc(prm.with_(p=1.0))
+    assert np.array_equal(heuristic_policy(one), heuristic_policy(one, rule="c1q1"))  # p = 1: the same rule
+    with pytest.raises(ModelError, match="heuristic: expected one of pc1q1, c1q1"):
+        heuristic_policy(model, rule="pc2")
+
+
+def test_comparator_option_changes_only_the_heuristic_rows(tmp_path) -> None:
+    from hetsched import experiments
+    from hetsched.sim.coalloc import SimParams, simulate_coalloc
+
+    base = {"reps": 2, "completions": 3_000, "delta": 6}
+    runs = {}
+    for rule in ("pc1q1", "c1q1"):
+        opts = experiments.RunOptions(quick=True, seed=3, workers=1, outdir=tmp_path / rule, progress=False,
+                                      extra={**base, "heuristic": rule})
+        runs[rule] = {(r["p"], r["policy"]): r for r in experiments.get("coalloc-fig9").run(opts).rows}
+    for key, r in runs["pc1q1"].items():
+        other = runs["c1q1"][key]
+        same = r["cost"] == other["cost"] and r["coallocations_per_rep"] == other["coallocations_per_rep"]
+        assert same == (key[1] != "Heuristic"), key  # Local and Optimal identical (common random numbers)
+        assert other["heuristic_rule"] == "c1q1"
+    # in the simulator, with c2 = 0 both rules say "q1 > 0": identical runs (the factor p is the only difference)
+    sp1 = SimParams(lam1=0.8, lam2=0.8, p=0.6, c2=0.0)
+    a = simulate_coalloc(sp1, "heuristic", reps=2, completions=2_000, seed=5)
+    b = simulate_coalloc(sp1, "heuristic-c1q1", reps=2, completions=2_000, seed=5)
+    assert a.mean == b.mean and a.extra["coallocations_per_rep"] == b.extra["coallocations_per_rep"]

@@ -69,7 +69,7 @@ def _compare_section() -> str:
 def test_readme_compare_section_runs(monkeypatch, capsys):
     """The README's "Compare policies on your own system" section: its Python runs as printed (its console
     example runs above, with the other `$ hetsched ...` examples). In this process, so that the policy of
-    examples/my_policy.py, loaded once per process, is compiled once for this test and tests/test_compare.py."""
+    examples/my_policy.py, loaded once per process, is compiled once for this test and tests/compare/test_compare.py."""
     blocks = re.findall(r"```python\n(.*?)```", _compare_section(), re.S)
     assert blocks and "hs.compare(" in blocks[0] and "class_names=" in blocks[0] and "my_rule" in blocks[0]
     monkeypatch.chdir(ROOT)

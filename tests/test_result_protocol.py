@@ -74,6 +74,33 @@ def _lp_no_capacity():
     return hs.solve_allocation([[1.0, 0.0], [0.0, 0.0]], [1.0, 1.0])  # status 2: class 2 cannot run
 
 
+def _mdp_discounted():
+    import scipy.sparse as sp
+
+    R = sp.csr_matrix(np.array([[0, 1.0], [2.0, 0], [0, 0]]))
+    m = hs.CTMDP.from_pairs([0, 1, 1], [0, 0, 1], R, [1.0, 2.0, 5.0], 2)
+    return hs.value_iteration(m, 0.1)
+
+
+def _mdp_average_multichain():
+    import scipy.sparse as sp
+
+    from hetsched.mdp.ctmdp import average_policy_iteration
+
+    R = sp.csr_matrix(np.array([[0, 0, 0], [0, 0, 0], [1.0, 0, 0], [0, 1.0, 0]]))
+    return average_policy_iteration(hs.CTMDP.from_pairs([0, 1, 2, 2], [0, 0, 0, 1], R, [1.0, 3.0, 10.0, 0.0], 3))
+
+
+def _coalloc_solution():
+    return hs.solve_coalloc(hs.CoallocParams.from_loads(rho=0.8, delta=4))
+
+
+def _file_solution():
+    from pathlib import Path
+
+    return hs.mdp.solve(Path(__file__).parent / "data" / "mdp" / "polling2.drn", "average", reward="served")
+
+
 def _experiment(exp_id, **extra):
     import tempfile
     from pathlib import Path
@@ -165,6 +192,10 @@ def _gang_result():
                          servers=(3, 3), gang_size=2, local_capacity=(1, 1))
 
 
+def _optimal(**kw):
+    return hs.optimal_routing(hs.System.from_arrays(alpha=[1.2], mu=[[1.0, 1.0]]), **kw)
+
+
 FACTORIES = {
     "SimResult(stable)": _sim_stable,
     "SimResult(unstable)": _sim_unstable,
@@ -174,6 +205,10 @@ FACTORIES = {
     "CompareResult(unstable)": _compare_unstable,
     "AllocationResult(certified)": _lp_named,
     "AllocationResult(no capacity)": _lp_no_capacity,
+    "MDPResult(discounted)": _mdp_discounted,
+    "MDPResult(average, multichain)": _mdp_average_multichain,
+    "CoallocSolution": _coalloc_solution,
+    "FileSolution": _file_solution,
     "ExperimentResult(exact)": _experiment_exact,
     "ExperimentResult(some unstable)": _experiment_some_unstable,
     "MuscleResult(feasible)": lambda: _muscle(0.6),
@@ -186,6 +221,9 @@ FACTORIES = {
     "SRNResult(not converged)": _srn_not_converged,
     "SteadyState": _steady_state,
     "GangResult": _gang_result,
+    "OptimalRouting(ok)": lambda: _optimal(load=0.5),
+    "OptimalRouting(unstable)": lambda: _optimal(load=1.2),
+    "OptimalRouting(truncation)": lambda: _optimal(buffer=3),
 }
 
 

@@ -50,6 +50,9 @@ _LAZY = {
     "evaluate_policy": "mdp.ctmdp:evaluate_policy",
     "CoallocParams": "mdp.coalloc:CoallocParams",
     "solve_coalloc": "mdp.coalloc:solve_coalloc",
+    # the exact optimal routing of small mapping systems (how far from optimal is a heuristic)
+    "optimal_routing": "optimal.solve:optimal_routing",
+    "OptimalRouting": "optimal.result:OptimalRouting",
     # stochastic reward nets and the gang-scheduling net
     "Net": "srn.net:Net",
     "solve_srn": "srn.analysis:solve",
@@ -59,7 +62,7 @@ _LAZY = {
     "ModelError": "errors:ModelError",
 }
 _SUBMODULES = ("sim", "mdp", "srn", "lp", "scenarios", "muscle", "dispatch", "experiments", "runner", "stats",
-               "system", "errors", "traces")
+               "system", "errors", "traces", "optimal")
 
 __all__ = ["__version__", *_LAZY]
 

@@ -36,6 +36,7 @@ _ENGINE_CLIS = (
     "hetsched.plot.cli",
     "hetsched.traces.cli",
     "hetsched.compare.cli",
+    "hetsched.optimal.cli",
 )
 
 

@@ -340,6 +340,9 @@ def compare(system, policies, *, reps: int = 30, horizon: float | None = None, s
         if e.exact is None:
             sim_entries.append(e)
             continue
+        if tw is not None:
+            raise ModelError(f"policy {e.label!r}: an exact value assumes the model's Poisson arrivals, not a trace "
+                             f"replay; compare it without trace")
         ans = e.exact.solve(sysm, metric=metrics[0], **{k: v for k, v in options.items() if v is not None})
         exact[e.label] = ans
         if ans.policy is not None:
@@ -360,3 +363,14 @@ def compare(system, policies, *, reps: int = 30, horizon: float | None = None, s
                         seed=DEFAULT_SEED if seed is None else seed, tw=tw, trace=trace, load=load,
                         options={k: v for k, v in options.items() if v is not None},
                         seconds=time.perf_counter() - t0)
+
+
+# --------------------------------------------------------------------------- built-in exact solvers
+def _optimal_routing(system, metric: str = "Q", **options: Any) -> ExactAnswer:
+    """``optimal``: the exact optimal routing of a small mapping system (:func:`hetsched.optimal_routing`)."""
+    from ..optimal import exact_answer
+
+    return ExactAnswer(**exact_answer(system, metric, **options))
+
+
+register_exact("optimal", "mapping", _optimal_routing)

@@ -59,9 +59,15 @@ def render(r: CompareResult) -> str:
     if exact:
         e = exact[0]
         lines.append("")
-        lines.append(f"gap to the exact {safe_text(e.policy)} ({fmt(e.exact)}): "
-                     + ", ".join(f"{safe_text(p.policy)} {fmt(p.mean - e.exact)}" for p in r.policies
-                                 if p.stable and p is not e))
+        lines.append(f"gap to the exact {safe_text(e.policy)} ({fmt(e.exact)}; {pct} CI of each gap = the "
+                     f"policy's CI minus the exact value):")
+        for p in r.policies:
+            if p.stable and p is not e:
+                rel = f" ({100 * (p.mean - e.exact) / e.exact:+.2f}%)" if e.exact else ""
+                lines.append(f"  {safe_text(p.policy):<{w}}  {fmt(p.mean - e.exact):>10}{rel}  "
+                             f"{_ci(p.ci[0] - e.exact, p.ci[1] - e.exact)}")
+        if not e.simulated and e.message and e.message != "ok":
+            lines.append(f"  {safe_text(e.policy)}: {safe_text(e.message)}")
     for metric in r.metrics:
         ds = [d for d in r.differences if d.metric == metric]
         if not ds:

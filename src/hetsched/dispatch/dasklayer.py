@@ -1,6 +1,6 @@
 """The Dask layer of the dispatcher: membership events, submissions, settled attempts.
 
-Everything here uses Dask's public API only (``tests/test_dispatch_state.py``
+Everything here uses Dask's public API only (``tests/dispatch/test_dispatch_state.py``
 checks that no private Dask attribute is used anywhere in the package):
 
 * **Membership** comes from a scheduler plugin (``Client.register_plugin``)

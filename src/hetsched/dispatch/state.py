@@ -4,7 +4,7 @@
 the time: every method takes ``now`` (seconds) from its caller. The Dask layer
 (:mod:`hetsched.dispatch.dasklayer`) feeds it membership snapshots and settled
 attempts and submits the batches it decides; unit tests drive it with fake
-events (``tests/test_dispatch_state.py``).
+events (``tests/dispatch/test_dispatch_state.py``).
 
 Model
 -----

@@ -1,4 +1,4 @@
-"""``hetsched mdp coalloc``: the optimal co-allocation policy of seed-000 (§5 tables)."""
+"""``hetsched mdp coalloc`` (the optimal co-allocation policy of seed 000, §5 tables) and ``hetsched mdp solve FILE``."""
 
 from __future__ import annotations
 
@@ -9,54 +9,13 @@ import typer
 
 from .._cliutil import guard
 
-mdp_app = typer.Typer(help="Continuous-time Markov decision processes (seed 000: co-allocation).",
+mdp_app = typer.Typer(help="Markov decision processes: seed 000's co-allocation model, and DRN/PRISM files.",
                       no_args_is_help=True)
 
 
 def format_tables(sol, near: float = 0.005) -> str:
-    """The §5 figures as text: one action grid per ``x1`` (rows ``q1``, columns ``q2``), then margins.
-
-    In the grid ``1`` = co-allocate, ``.`` = do not; a cell whose two actions cost
-    within ``near`` (relative) of each other is shown as ``~`` after the digit.
-    The margin grid gives ``100 (Q0 - Q1) / Q0`` (% of the cost of not co-allocating;
-    positive: co-allocation is cheaper).
-    """
-    prm = sol.model.params
-    D = prm.delta
-    lines = []
-    for key in ("x1=0", "x1=1"):
-        tab, mar, cert = sol.tables[key], sol.margins[key], sol.certified[key]
-        lines.append(f"Optimal action in states (q1, q2, g=2, {key.replace('=', '=')}, x2=0, x11=0)"
-                     f"  [1 = co-allocate, . = not, ~ = margin < {100 * near:g} %, ? = not certified]")
-        head = "q1\\q2 " + "".join(f"{q2:>3d}" for q2 in range(D + 1))
-        lines.append(head)
-        for i in range(D):
-            cells = []
-            for j in range(D + 1):
-                c = "1" if tab[i, j] else "."
-                flag = "?" if not cert[i, j] else ("~" if abs(mar[i, j]) < near else " ")
-                cells.append(f" {c}{flag}")
-            lines.append(f"{i + 1:>5d} " + "".join(cells))
-        lines.append("")
-        lines.append(f"Margin (Q0 - Q1) / Q0 in %, {key}  (rows q1 = 1..{D}, columns q2 = 0..{D})")
-        lines.append("q1\\q2 " + "".join(f"{q2:>6d}" for q2 in range(D + 1)))
-        for i in range(D):
-            lines.append(f"{i + 1:>5d} " + "".join(f"{100 * mar[i, j]:6.2f}" for j in range(D + 1)))
-        lines.append("")
-    r = sol.result
-    ties = sol.near_ties(near)
-    n_ties = sum(len(v) for v in ties.values())
-    lines.append(
-        f"{sol.model.ctmdp.n_states} states, {r.method}: {r.iterations} iterations, {sol.seconds:.3f} s "
-        f"(build {sol.model.build_seconds:.3f} s); {r.message}"
-    )
-    lines.append(
-        f"rho1={prm.rho1:.4g} rho2={prm.rho2:.4g} lambda1={prm.lam1:.4g} lambda2={prm.lam2:.4g} mu1={prm.mu1:g} "
-        f"mu2={prm.mu2:g} mu3={prm.mu3:g} p={prm.p:g} c1={prm.c1:g} c2={prm.c2:g} beta={prm.beta:g} Delta={D} "
-        f"self_loop={prm.self_loop} boundary={prm.boundary} nu={prm.nu_used:.4g}; "
-        f"{n_ties} near-tie cells (< {100 * near:g} %)"
-    )
-    return "\n".join(lines)
+    """The §5 figures as text (:meth:`~hetsched.mdp.coalloc.CoallocSolution.table_text`)."""
+    return sol.table_text(near=near)
 
 
 #: measured peak memory of ``mdp coalloc`` per state of the truncated model (about 1.1 kB at
@@ -152,7 +111,7 @@ def policies_text(stab: dict) -> str:
 
 def overload_message(stab: dict, rho, rho1, rho2) -> str:
     """The refusal of a load no policy can carry: the option, its value and the bound."""
-    r1, r2, cap = stab["rho1"], stab["rho2"], stab["fluid_max_rho1"]
+    r2, cap = stab["rho2"], stab["fluid_max_rho1"]
     if r2 >= 1:
         opt, val = ("--rho", rho) if rho is not None else ("--rho2", rho2)
         bound = "fluid bound: rho2 < 1, cluster 2 alone is overloaded under every policy"
@@ -279,6 +238,74 @@ def coalloc_cmd(
             typer.echo(f"wrote {export} (pymdptoolbox arrays; hetsched.mdp.export.load_mdptoolbox)")
     if not sol.result.success:
         typer.echo(f"warning: {sol.result.message}", err=True)
+
+
+@mdp_app.command("solve")
+@guard
+def solve_cmd(
+    path: Path = typer.Argument(..., help="Model file: Storm DRN (.drn) or PRISM/Storm explicit (.tra, with .lab/.sta/"
+                                          "reward files next to it)."),
+    criterion: str = typer.Option("average", "--criterion", help="average (long-run, per step or per time unit) or "
+                                                                  "discounted."),
+    discount: Optional[float] = typer.Option(None, "--discount", help="Discounted criterion: the factor in (0, 1) "
+                                             "of a DTMC/MDP, the rate > 0 of a CTMC/CTMDP/Markov automaton."),
+    maximise: bool = typer.Option(False, "--maximise", "--maximize", help="Maximise the reward (default: minimise "
+                                                                           "it, as a cost)."),
+    reward: Optional[str] = typer.Option(None, "--reward", help="Reward structure to use (needed when the file has "
+                                                                 "several)."),
+    kind: Optional[str] = typer.Option(None, "--type", help="dtmc or ctmc: what a PRISM .tra of a chain is (it does "
+                                                            "not say; default: dtmc when every row sums to 1)."),
+    method: str = typer.Option("auto", "--method", help="auto, policy-iteration, value-iteration (discounted) or "
+                                                        "relative-value-iteration (average, unichain only)."),
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Optimal discounted or long-run average reward of every state of a DTMC, CTMC, MDP, CTMDP or Markov automaton.
+
+    Discrete-time models are mapped exactly to the continuous-time solver (docs/mdp.md);
+    the long-run average handles multichain models (the optimal gain of every state).
+    """
+    from .filemodel import KINDS
+    from .filesolve import CRITERIA, solve
+
+    _choice("--criterion", criterion, CRITERIA)
+    _choice("--method", method, ("auto", "policy-iteration", "value-iteration", "relative-value-iteration"))
+    if kind is not None:
+        _choice("--type", kind, KINDS)
+    if discount is not None and criterion != "discounted":
+        from ..errors import ModelError
+
+        raise ModelError(f"--discount: {discount:g} is given but --criterion is {criterion}")
+    try:
+        res = solve(path, criterion, discount=discount, maximise=maximise, reward=reward, method=method, kind=kind)
+    except Exception as exc:
+        from ..errors import ModelError
+
+        if isinstance(exc, ModelError) and str(exc).startswith(("discount:", "reward:", "method:", "kind:")):
+            raise ModelError("--" + str(exc).replace("kind:", "type:", 1)) from None
+        raise
+    if json_out:
+        _emit_compact(res.as_dict())
+        return
+    typer.echo(res._headline())
+    typer.echo(f"status {res.status}: {res.message}")
+    typer.echo(f"mapping: {res.mapping}")
+    for note in res.notes:
+        typer.echo(f"note: {note}")
+    name = "value" if criterion == "discounted" else "long-run average"
+    n = res.n_states
+    shown = range(n) if n <= 40 else res.initial.tolist()
+    typer.echo(f"{'state':>7s} {name:>18s}  choice")
+    init = set(res.initial.tolist())
+    for s in shown:
+        act = res.actions[s] if res.actions and res.actions[s] not in ("", "__NOLABEL__") else str(int(res.policy[s]))
+        desc = (res.valuations[s] if res.valuations else "") if n <= 40 else ""
+        typer.echo(f"{s:>7d} {res.values[s]:>18.10g}  {act}{' (initial)' if s in init else ''}"
+                   + (f"  {desc}" if desc else ""))
+    if n > 40:
+        typer.echo(f"({n} states; all values with --json)")
+    typer.echo(f"{res.solver.method}: {res.solver.iterations} iterations, {res.seconds:.3f} s")
+    if not res.success:
+        typer.echo(f"warning: {res.message}", err=True)
 
 
 def _emit_compact(d: dict) -> None:

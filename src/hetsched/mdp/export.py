@@ -40,20 +40,19 @@ def check_export_path(path: str | Path, force: bool = False) -> Path:
         raise ModelError(f"--export: the file name must end in .npz (NumPy appends it otherwise), got {str(path)!r}")
     if path.is_dir():
         raise ModelError(f"--export: {path} is a directory")
-    if path.exists() and not force:
+    if path.exists() and not path.is_symlink() and not force:
         raise ModelError(f"--export: {path} exists (use --force to overwrite)")
     if not path.parent.is_dir():
         raise ModelError(f"--export: directory {path.parent} does not exist")
     from ..safeio import check_output
 
-    check_output(path, force=force, what="--export file")  # a link (dangling or not), a device, a FIFO
-    return path
+    return check_output(path, force=force, what="--export")  # links and non-regular files refused
 
 
 def save_mdptoolbox(model, path: str | Path, *, force: bool = False) -> Path:
     """Write the :class:`~hetsched.mdp.coalloc.CoallocModel` ``model`` to ``path`` (``.npz``).
 
-    Refuses to overwrite an existing file unless ``force``.
+    Refuses to overwrite an existing file unless ``force``; written atomically (:mod:`hetsched.safeio`).
     """
     from .ctmdp import to_mdptoolbox
 
@@ -63,14 +62,12 @@ def save_mdptoolbox(model, path: str | Path, *, force: bool = False) -> Path:
     M = sp.vstack(P, format="csr")
     from ..safeio import atomic_output
 
-    try:  # the safe writer: a temporary file renamed over the target, so a full disk leaves no truncated .npz
-        with atomic_output(path, force=force, what="--export file") as tmp, open(tmp, "wb") as fh:
+    with atomic_output(path, force=force, what="--export") as tmp:
+        with open(tmp, "wb") as fh:
             np.savez_compressed(fh, P_data=M.data, P_indices=M.indices, P_indptr=M.indptr,
                                 P_shape=np.array(M.shape), R=R, discount=np.float64(disc),
                                 admissible=model.ctmdp.admissible(), states=model.states,
                                 params=np.array(json.dumps(prm.as_dict())))
-    except OSError as exc:
-        raise ModelError(f"--export: cannot write {path}: {exc.strerror or exc}") from None
     return path
 
 

@@ -7,7 +7,7 @@ which the chain enters each vanishing marking, counting re-entries through
 chains of immediate firings, is ``x_V = (pi R_TV) (I - P_VV)^{-1}`` (one sparse
 solve), and ``X(t) = sum_v x_V(v) P(t fires in v)``. These are GreatSPN's
 definitions; the token flow of every place then balances (``sum_t X(t) (out -
-in)`` = 0 in steady state), which ``tests/test_srn_files.py`` checks.
+in)`` = 0 in steady state), which ``tests/srn/test_srn_files.py`` checks.
 
 GreatSPN performance indices (``expr.parse_measure``): ``E{f}`` = ``sum_s pi(s)
 f(s)``; ``E{f / c}`` = ``E{f 1_c} / P{c}``; ``P{c}`` = ``sum_s pi(s) 1_c(s)``;

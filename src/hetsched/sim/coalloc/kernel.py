@@ -20,7 +20,7 @@ from ..core.rng import expo, uniform
 ARR1, ARR2, END_A, END_B, END_CO, END2 = 0, 1, 2, 3, 4, 5
 N_SLOTS = 6
 # policy codes
-LOCAL, HEURISTIC, TABLE, ALWAYS = 0, 1, 2, 3
+LOCAL, HEURISTIC, TABLE, ALWAYS, HEURISTIC_C1Q1 = 0, 1, 2, 3, 4
 # out layout
 O_COST, O_L1, O_L2, O_T, O_DONE, O_EVENTS, O_COALLOC, O_BOUND, O_LOST1, O_LOST2, O_NEND = range(11)
 N_OUT = 11 + NSEG  # then the NSEG segment averages of the number in system
@@ -138,6 +138,8 @@ def run_coalloc(rates, policy, table, clamp, max_starts, horizon, warmup, limit,
                     act = table[x1, min(n1, clamp), min(n2, clamp)]
                 elif policy == ALWAYS:
                     act = 1
+                elif policy == HEURISTIC_C1Q1:  # the comparator of §6: without the multiplier p
+                    act = 1 if (x1 == 1 and c1 * n1 > c2 * n2) else 0
             if act == 1:
                 w = q1work[h1]
                 h1 = (h1 + 1) % cap

@@ -21,6 +21,8 @@ The system (§2), simulated job by job:
 
 Policies (``POLICIES``): ``local`` never co-allocates; ``heuristic``
 co-allocates iff ``p c1 q1 > c2 q2`` and ``x1 = 1`` (§6, "best pack");
+``heuristic-c1q1`` iff ``c1 q1 > c2 q2`` and ``x1 = 1`` (the comparator §6 says the
+heuristic outperforms);
 ``table`` reads the optimal ``[x1, q1, q2]`` decision table of the MDP
 (:func:`hetsched.mdp.coalloc.decision_table`), extended beyond the computed
 region from its interior: ``q`` is read at ``min(q, clamp)`` (default ``clamp =
@@ -57,7 +59,7 @@ from ..core.result import SimResult, from_replications
 
 __all__ = ["POLICIES", "SimParams", "prepare", "replication", "simulate_one", "simulate_coalloc"]
 
-POLICIES = {"local": 0, "heuristic": 1, "table": 2, "always": 3}
+POLICIES = {"local": 0, "heuristic": 1, "table": 2, "always": 3, "heuristic-c1q1": 4}
 WARMUP_FRACTION = 0.05
 
 

@@ -1,0 +1,43 @@
+"""Helpers shared by the tests (importable as ``from helpers import ...``: pytest puts ``tests/`` on
+``sys.path`` when it loads ``tests/conftest.py``, so no test needs ``sys.path.insert``).
+
+* paths: :data:`REPO_ROOT`, :data:`TESTS_DIR`, :data:`DATA_DIR` (``tests/data``), :data:`SHARED_DIR`
+  (``../shared`` beside the repository, found from this file, never an absolute path);
+* :func:`tiny_system` — a small :class:`hetsched.System` from rates, for tests that need one;
+* :func:`assert_within` — the project's check of a simulated estimate against a truth: within a
+  relative tolerance *and* within ``k`` half-widths of its confidence interval.
+
+The closed forms of queueing theory are in :mod:`closed_forms` (same folder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+DATA_DIR = TESTS_DIR / "data"
+SHARED_DIR = REPO_ROOT / ".." / "shared"
+
+__all__ = ["TESTS_DIR", "REPO_ROOT", "DATA_DIR", "SHARED_DIR", "tiny_system", "assert_within"]
+
+
+def tiny_system(mu=((1.0, 0.5), (0.5, 1.0)), alpha=None, load: float = 0.5, **names):
+    """A :class:`hetsched.System` with rates ``mu`` (classes x machines) and arrival rates ``alpha``;
+    without ``alpha``, equal rates per class at ``load`` times the allocation LP's capacity."""
+    import hetsched as hs
+
+    if alpha is None:
+        n = len(mu)
+        lam = hs.solve_allocation(mu, [1.0 / n] * n).lam
+        alpha = [load * lam / n] * n
+    return hs.System.from_arrays(alpha=list(alpha), mu=[list(r) for r in mu], **names)
+
+
+def assert_within(mean: float, ci, truth: float, *, rel: float = 0.02, k: float = 3.0) -> None:
+    """``mean`` is within ``rel`` of ``truth`` and within ``k`` half-widths of its interval ``ci``."""
+    lo, hi = ci
+    half = (hi - lo) / 2.0
+    err = abs(mean - truth)
+    assert err <= rel * abs(truth), f"{mean} vs truth {truth}: relative error {err / abs(truth):.3g} > {rel}"
+    assert err <= k * half, f"{mean} vs truth {truth}: {err:.4g} > {k} half-widths ({half:.4g}) of {ci}"
