@@ -369,7 +369,9 @@ except KeyboardInterrupt:
 def test_sigterm_stops_a_command_as_ctrl_c_does():
     import signal
 
-    p = subprocess.Popen([sys.executable, "-c", _SLEEPER], stdout=subprocess.PIPE, text=True)
+    # as from a shell: SIGTERM at its default (a test runner may start children with it ignored, which is kept)
+    p = subprocess.Popen([sys.executable, "-c", _SLEEPER], stdout=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
     assert p.stdout.readline().strip() == "ready"
     p.send_signal(signal.SIGTERM)
     out, _ = p.communicate(timeout=20)

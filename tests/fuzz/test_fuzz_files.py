@@ -284,11 +284,13 @@ def test_concurrent_runs_into_one_folder(arena):
     import sys
 
     work, _ = _fresh(arena)
-    code = ("import sys, time\nfrom hetsched import resultsio\n"
-            "try:\n    resultsio.prepare_outdir(sys.argv[1]); print('won', flush=True); time.sleep(2)\n"
+    code = ("import sys\nfrom hetsched import resultsio\n"
+            "try:\n    resultsio.prepare_outdir(sys.argv[1]); print('won', flush=True); sys.stdin.read()\n"
             "except Exception as e:\n    print('lost', type(e).__name__, flush=True)\n")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(work / "exp")], stdout=subprocess.PIPE, text=True)
-             for _ in range(3)]
-    outs = [p.communicate(timeout=60)[0].split() for p in procs]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(work / "exp")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.stdout.readline().split() for p in procs]  # the winner holds the lock until its stdin closes
+    for p in procs:
+        p.communicate(timeout=60)
     assert sorted(o[0] for o in outs) == ["lost", "lost", "won"], outs
     assert all(o[1] == "HetschedError" for o in outs if o[0] == "lost")
