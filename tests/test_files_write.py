@@ -358,8 +358,8 @@ _SLEEPER = """
 import time
 from hetsched._cliutil import _terminate_as_interrupt
 _terminate_as_interrupt()
-print("ready", flush=True)
 try:
+    print("ready", flush=True)  # inside the try: the signal may come at once
     time.sleep(30)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
