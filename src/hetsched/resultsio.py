@@ -39,6 +39,7 @@ import json
 import math
 import os
 import signal
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,29 +99,37 @@ def lock_outdir(outdir: Path | str) -> Path:
     if key in _HELD:
         return lock
     for _ in range(3):
+        # the lock appears whole: a private file holding the pid is hard-linked to the lock's name (atomic,
+        # fails if the name exists), so no other run ever reads an empty lock and takes it for a stale one
         try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        except FileExistsError:
+            fd, tmp = tempfile.mkstemp(prefix=".hetsched-lock.", dir=outdir)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(f"{os.getpid()}\n")
             try:
-                if lock.is_symlink() or not lock.is_file():
-                    raise HetschedError(f"output folder {str(outdir)!r}: {LOCK} is not a regular file; remove it")
-                text = read_input(lock, max_bytes=100, what="lock file").strip()
-                pid = int(text) if isinstance(text, str) and text.isdigit() else -1
-            except (InputError, OSError):
-                pid = -1
-            if pid == os.getpid():
-                break
-            if _pid_alive(pid):
-                raise HetschedError(f"output folder {str(outdir)!r} is being written by another hetsched run "
-                                    f"(pid {pid}, lock {str(lock)!r}); wait for it or choose another --outdir")
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()  # stale: its owner is dead
-            continue
+                os.link(tmp, lock)
+                taken = True
+            except FileExistsError:
+                taken = False
+            finally:
+                os.unlink(tmp)
         except OSError as exc:
             raise HetschedError(f"output folder {str(outdir)!r} is not writable: {exc.strerror or exc}") from None
-        with os.fdopen(fd, "w") as fh:
-            fh.write(f"{os.getpid()}\n")
-        break
+        if taken:
+            break
+        try:
+            if lock.is_symlink() or not lock.is_file():
+                raise HetschedError(f"output folder {str(outdir)!r}: {LOCK} is not a regular file; remove it")
+            text = read_input(lock, max_bytes=100, what="lock file").strip()
+            pid = int(text) if isinstance(text, str) and text.isdigit() else -1
+        except (InputError, OSError):
+            pid = -1
+        if pid == os.getpid():
+            break
+        if _pid_alive(pid):
+            raise HetschedError(f"output folder {str(outdir)!r} is being written by another hetsched run "
+                                f"(pid {pid}, lock {str(lock)!r}); wait for it or choose another --outdir")
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()  # stale: its owner is dead
     else:
         raise HetschedError(f"output folder {str(outdir)!r}: could not take the lock {str(lock)!r}")
     if not _HELD:
