@@ -48,7 +48,7 @@ def check_bound(bound: int, M: int) -> None:
     from ...errors import ModelError
 
     if bound > MAX_IN_SYSTEM:
-        raise ModelError(f"max_in_system: {bound:,} tasks need about {40 * bound / 1e9:.1f} GB of task pool; "
+        raise ModelError(f"max_in_system: {bound:,} tasks need about {40 * bound / 1e9:.1f} GB of memory for the task pool; "
                          f"at most {MAX_IN_SYSTEM:,} (a system this far from its bound is unstable anyway)")
 
 
