@@ -4,6 +4,7 @@
 * paths: :data:`REPO_ROOT`, :data:`TESTS_DIR`, :data:`DATA_DIR` (``tests/data``), :data:`SHARED_DIR`
   (``../shared`` beside the repository, found from this file, never an absolute path);
 * :func:`tiny_system` — a small :class:`hetsched.System` from rates, for tests that need one;
+* :func:`compare_folder`, :func:`simulate_folder` — results folders of real runs, for the report tests;
 * :func:`assert_within` — the project's check of a simulated estimate against a truth: within a
   relative tolerance *and* within ``k`` half-widths of its confidence interval.
 
@@ -19,7 +20,12 @@ REPO_ROOT = TESTS_DIR.parent
 DATA_DIR = TESTS_DIR / "data"
 SHARED_DIR = REPO_ROOT / ".." / "shared"
 
-__all__ = ["TESTS_DIR", "REPO_ROOT", "DATA_DIR", "SHARED_DIR", "tiny_system", "assert_within"]
+__all__ = ["TESTS_DIR", "REPO_ROOT", "DATA_DIR", "SHARED_DIR", "tiny_system", "assert_within", "compare_folder",
+           "simulate_folder", "CLASSES", "MACHINES"]
+
+#: class and machine names of the results folders below (the report tests look for them)
+CLASSES = ["web", "batch"]
+MACHINES = ["fast-box", "slow-box"]
 
 
 def tiny_system(mu=((1.0, 0.5), (0.5, 1.0)), alpha=None, load: float = 0.5, **names):
@@ -41,3 +47,31 @@ def assert_within(mean: float, ci, truth: float, *, rel: float = 0.02, k: float 
     err = abs(mean - truth)
     assert err <= rel * abs(truth), f"{mean} vs truth {truth}: relative error {err / abs(truth):.3g} > {rel}"
     assert err <= k * half, f"{mean} vs truth {truth}: {err:.4g} > {k} half-widths ({half:.4g}) of {ci}"
+
+
+def compare_folder(root: Path) -> Path:
+    """A results folder of a real ``hetsched compare`` run (two named classes, two named machines) in ``root``."""
+    from hetsched.compare.cli import write_outdir
+    from hetsched.resultsio import prepare_outdir
+
+    import hetsched as hs
+
+    s = hs.System.from_arrays(alpha=[1.0, 0.8], mu=[[3.0, 1.0], [1.0, 2.0]], class_names=CLASSES,
+                              machine_names=MACHINES, id="two-box")
+    r = hs.compare(s, ["mct", "lpas", "met"], reps=4, horizon=500, seed=5, workers=1)
+    out = prepare_outdir(root / "cmp")
+    write_outdir(r, out, text=str(r))
+    return out
+
+
+def simulate_folder(root: Path) -> Path:
+    """A results folder of a real ``hetsched simulate --outdir`` run in ``root``."""
+    from typer.testing import CliRunner
+
+    from hetsched.cli import app
+
+    out = root / "sim"
+    r = CliRunner().invoke(app, ["simulate", "2.B", "--policy", "lpas", "--reps", "2", "--horizon", "300",
+                                 "--workers", "1", "--outdir", str(out)])
+    assert r.exit_code == 0, r.output
+    return out

@@ -23,6 +23,10 @@ exit code 2 -- never a traceback, a hang or a silent wrong answer.
   with ``HETSCHED_DEBUG=1``). numpy ``RuntimeWarning`` s are not printed.
 * :func:`run` runs the typer app so that usage errors (unknown option, a value
   click cannot parse) are one line and exit 2 as well.
+* **Terminal output is inert**: :func:`inert` (from :mod:`hetsched.validation`)
+  escapes control characters (and, for rich, markup) of user-supplied text;
+  :func:`run` routes stdout/stderr through it, so no command can print a raw
+  ``ESC``; rich tables and bars draw on the raw stream with escaped text.
 
 Heavy imports (numba kernels, solvers) belong inside the command functions so
 that ``hetsched --help`` stays fast.
@@ -42,8 +46,9 @@ import typer
 from .errors import HetschedError
 # The checks and limits live in the validation layer (no typer there); CLI modules keep importing
 # them from here as before, so they are re-exported.
-from .validation import (MAX_EVENTS, MAX_HORIZON, MAX_REPS, MAX_WORKERS, SEED_MAX, check_budget,  # noqa: F401
-                         check_choice, check_event_budget, check_file, check_float, check_int, estimated_events)
+from .validation import (MAX_EVENTS, MAX_HORIZON, MAX_REPS, MAX_WORKERS, SEED_MAX, InertStream,  # noqa: F401
+                         check_budget, check_choice, check_event_budget, check_file, check_float, check_int,
+                         estimated_events, inert, raw_stream)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -260,8 +265,54 @@ def _usage_message(exc: BaseException) -> str:
     return msg
 
 
+def inert_output() -> None:
+    """Route ``sys.stdout``/``sys.stderr`` through :func:`inert` (the command line's terminal output is
+    inert: control characters in any printed string are escaped); rich consoles draw on the raw stream
+    (:func:`hetsched.validation.raw_stream`) and are given text escaped with ``inert(..., markup=True)``."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, InertStream):
+            setattr(sys, name, InertStream(stream))
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (``kill``, a batch system's time limit) stops a command as Ctrl-C does: what finished is
+    written, marked interrupted, exit 130. Only in this process: a forked worker keeps the default."""
+    import signal
+
+    main_pid = os.getpid()
+
+    def handler(signum: int, frame: Any) -> None:  # noqa: ARG001
+        if os.getpid() != main_pid:  # a forked worker: die as before
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise KeyboardInterrupt
+
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        pass
+    import threading
+    from concurrent.futures import InvalidStateError
+    from concurrent.futures.process import BrokenProcessPool
+
+    def quiet(args: Any) -> None:
+        # a worker pool torn down by the signal: its manager thread's error says nothing a user can act on
+        if debug() or not isinstance(args.exc_value, (InvalidStateError, BrokenProcessPool, KeyboardInterrupt)):
+            threading.__excepthook__(args)
+
+    threading.excepthook = quiet
+
+
 def run(app: Any, argv: Sequence[str] | None = None) -> int:
-    """Run a typer app; usage errors are one line and exit 2. Returns the exit code."""
+    """Run a typer app; usage errors are one line and exit 2. Returns the exit code.
+
+    Everything printed goes through :func:`inert_output` (no control character reaches the terminal);
+    SIGTERM is handled as Ctrl-C (:func:`_terminate_as_interrupt`)."""
+    inert_output()
+    _terminate_as_interrupt()
     command = typer.main.get_command(app)
     _no_help_on_empty(command)
     args = list(sys.argv[1:] if argv is None else argv)

@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 from typer.core import TyperCommand
 
-from ._cliutil import MAX_WORKERS, bounded_int, choice, emit_json, guard, run, seed_int
+from ._cliutil import MAX_WORKERS, bounded_int, choice, emit_json, guard, inert, run, seed_int
 
 app = typer.Typer(
     name="hetsched",
@@ -58,7 +58,8 @@ def scenarios_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-r
     for col in ("id", "N", "M", "groups", "variants", "source"):
         t.add_column(col, overflow="fold")
     for i in infos:
-        t.add_row(i.id, str(i.n_classes), str(i.n_machines), str(i.n_groups), i.variants, i.source)
+        t.add_row(*(inert(v, markup=True, newlines=False) for v in (i.id, str(i.n_classes), str(i.n_machines),
+                                                                     str(i.n_groups), i.variants, i.source)))
     make_console().print(t)
 
 

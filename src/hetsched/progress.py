@@ -126,9 +126,13 @@ class Progress:
         if self.unit:
             cols.append(TextColumn(self.unit))
         cols += [TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()]
-        self._bar = RichProgress(*cols, console=Console(file=self._out()), transient=True)
+        from .validation import inert, raw_stream
+
+        # rich draws the bar on the raw stream; the label (user text: a scenario id...) is escaped
+        self._bar = RichProgress(*cols, console=Console(file=raw_stream(self._out())), transient=True)
         self._bar.start()
-        self._task = self._bar.add_task(self.label or "progress", total=self.total)
+        self._task = self._bar.add_task(inert(self.label or "progress", markup=True, newlines=False),
+                                        total=self.total)
 
     def close(self) -> None:
         """Remove the bar (idempotent)."""

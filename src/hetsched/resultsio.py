@@ -33,19 +33,24 @@ versions (``status`` as text) are read into the current form.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import math
 import os
-import shutil
+import signal
+import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from .errors import HetschedError
 from .results import jsonable
-from .safeio import InputError, inside, read_input, write_bytes, write_text
+from .safeio import InputError, atomic_output, inside, read_input, write_bytes, write_text
 
-__all__ = ["RESULTS_FILES", "MAX_JSON_BYTES", "MAX_TEXT_BYTES", "prepare_outdir", "write_results",
+__all__ = ["RESULTS_FILES", "MAX_JSON_BYTES", "MAX_TEXT_BYTES", "prepare_outdir", "write_results", "MANIFEST", "LOCK",
+           "lock_outdir", "unlock_outdir", "manifest", "record_written", "output_in", "save_figure", "hold_interrupts",
            "rows_frame", "ResultsFolder", "read_results", "read_results_dir", "column_units"]
 
 #: the files :func:`write_results` writes (and :func:`prepare_outdir` may replace with ``force``)
@@ -56,18 +61,192 @@ MAX_FIGURE_BYTES = 50_000_000
 
 #: statuses of results files written before status was an integer
 _OLD_STATUS = {"complete": 0, "interrupted": 2}
+INTERRUPTED_STATUS = 2
 
 
 # --------------------------------------------------------------------------- output folder
+MANIFEST = ".hetsched-manifest.json"  #: the files hetsched wrote into a results folder (``--force`` removes only these)
+LOCK = ".hetsched.lock"  #: held (with the owner's pid) by the process writing into a results folder
+_HELD: set[str] = set()  # folders whose lock this process holds (released at exit)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def lock_outdir(outdir: Path | str) -> Path:
+    """Take the lock of a results folder: a file ``.hetsched.lock`` created exclusively, holding this pid.
+
+    A lock held by another live process is refused (one line naming the folder
+    and the pid: two runs never write into one folder); a lock left by a dead
+    process (killed with SIGKILL, a power cut) is taken over. The lock is
+    re-entrant within a process and released when the process exits
+    (:func:`unlock_outdir` releases it earlier).
+    """
+    outdir = Path(outdir)
+    lock = outdir / LOCK
+    key = str(outdir.resolve())
+    if key in _HELD:
+        return lock
+    for _ in range(3):
+        # the lock appears whole: a private file holding the pid is hard-linked to the lock's name (atomic,
+        # fails if the name exists), so no other run ever reads an empty lock and takes it for a stale one
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".hetsched-lock.", dir=outdir)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(f"{os.getpid()}\n")
+            try:
+                os.link(tmp, lock)
+                taken = True
+            except FileExistsError:
+                taken = False
+            finally:
+                os.unlink(tmp)
+        except OSError as exc:
+            raise HetschedError(f"output folder {str(outdir)!r} is not writable: {exc.strerror or exc}") from None
+        if taken:
+            break
+        try:
+            if lock.is_symlink() or not lock.is_file():
+                raise HetschedError(f"output folder {str(outdir)!r}: {LOCK} is not a regular file; remove it")
+            text = read_input(lock, max_bytes=100, what="lock file").strip()
+            pid = int(text) if isinstance(text, str) and text.isdigit() else -1
+        except (InputError, OSError):
+            pid = -1
+        if pid == os.getpid():
+            break
+        if _pid_alive(pid):
+            raise HetschedError(f"output folder {str(outdir)!r} is being written by another hetsched run "
+                                f"(pid {pid}, lock {str(lock)!r}); wait for it or choose another --outdir")
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()  # stale: its owner is dead
+    else:
+        raise HetschedError(f"output folder {str(outdir)!r}: could not take the lock {str(lock)!r}")
+    if not _HELD:
+        atexit.register(_release_all)
+    _HELD.add(key)
+    return lock
+
+
+def unlock_outdir(outdir: Path | str) -> None:
+    """Release the lock this process holds on ``outdir`` (nothing if it holds none)."""
+    outdir = Path(outdir)
+    key = str(outdir.resolve())
+    if key not in _HELD:
+        return
+    _HELD.discard(key)
+    lock = outdir / LOCK
+    with contextlib.suppress(OSError, InputError):
+        if not lock.is_symlink() and read_input(lock, max_bytes=100).strip() == str(os.getpid()):
+            lock.unlink()
+
+
+def _release_all() -> None:
+    for key in list(_HELD):
+        unlock_outdir(key)
+
+
+def manifest(outdir: Path | str) -> list[str]:
+    """The names (relative to ``outdir``) of the files hetsched wrote there.
+
+    From ``.hetsched-manifest.json``; a folder written before manifests existed
+    is read as its ``results.json`` describes it (the results files and the
+    figures it lists); a folder with neither holds nothing of hetsched's.
+    """
+    outdir = Path(outdir)
+    m = outdir / MANIFEST
+    if os.path.lexists(m):
+        try:
+            doc = json.loads(read_input(m, max_bytes=MAX_TEXT_BYTES, what="manifest"))
+            names = doc.get("files") if isinstance(doc, dict) else None
+            if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                return [n for n in names if _safe_name(n)]
+        except (InputError, ValueError):
+            pass
+        raise HetschedError(f"output folder {str(outdir)!r}: {MANIFEST} is damaged; remove the folder's "
+                            f"results by hand or choose another --outdir")
+    if not os.path.lexists(outdir / "results.json"):
+        return []
+    names = list(RESULTS_FILES)
+    try:
+        doc = json.loads(read_input(outdir / "results.json", max_bytes=MAX_JSON_BYTES))
+        names += [Path(f).name for f in (doc.get("figures") or []) if isinstance(f, str)]
+    except (InputError, ValueError, AttributeError):
+        pass
+    return [n for n in names if _safe_name(n)]
+
+
+def _safe_name(name: str) -> bool:
+    p = Path(name)
+    return bool(name) and not p.is_absolute() and ".." not in p.parts and name not in (MANIFEST, LOCK)
+
+
+def record_written(outdir: Path | str, paths: Iterable[Path | str]) -> None:
+    """Add ``paths`` (inside ``outdir``) to the folder's manifest (written atomically)."""
+    outdir = Path(outdir)
+    names = manifest(outdir) if os.path.lexists(outdir / MANIFEST) else []
+    for p in paths:
+        try:
+            rel = Path(os.path.abspath(p)).relative_to(os.path.abspath(outdir)).as_posix()
+        except ValueError:
+            continue
+        if _safe_name(rel) and rel not in names:
+            names.append(rel)
+    write_text(outdir / MANIFEST, json.dumps({"files": names}, indent=1), force=True, what="manifest")
+
+
+def output_in(outdir: Path | str, name: str | Path) -> tuple[Path, bool]:
+    """``(path, force)`` for writing ``name`` into a results folder: replacing is allowed only for a
+    file hetsched wrote there (in the manifest); a user's file of that name is refused."""
+    outdir = Path(outdir)
+    p = outdir / name
+    rel = Path(os.path.abspath(p)).relative_to(os.path.abspath(outdir)).as_posix()
+    return p, rel in manifest(outdir)
+
+
+def save_figure(fig: Any, path: Path | str, **kwargs: Any) -> Path:
+    """Save a matplotlib figure into a results folder through the safe writer; recorded in the manifest."""
+    path = Path(path)
+    target, force = output_in(path.parent, path.name)
+    with hold_interrupts(), atomic_output(target, force=force, what="figure") as tmp:
+        fig.savefig(tmp, **kwargs)
+    record_written(path.parent, [target])
+    return target
+
+
+def _status_of(outdir: Path) -> int | None:
+    try:
+        doc = json.loads(read_input(outdir / "results.json", max_bytes=MAX_JSON_BYTES))
+        st = doc.get("status", 0) if isinstance(doc, dict) else None
+        return _OLD_STATUS.get(st, 0) if isinstance(st, str) else (st if isinstance(st, int) else None)
+    except (InputError, ValueError):
+        return None
+
+
 def prepare_outdir(outdir: Path | str, *, force: bool = False) -> Path:
-    """Check, before any computation, that results can be written to ``outdir``; create it.
+    """Check, before any computation, that results can be written to ``outdir``; create it; lock it.
 
     Refuses (:class:`~hetsched.errors.HetschedError`, one line naming the
-    path): an ``outdir`` that already holds results, unless ``force``; a
-    symbolic link anywhere on the way from the results root to ``outdir``
-    (never follow a link out of the results folder); a folder that cannot be
-    created or written. With ``force`` the previous contents are removed before
-    the run.
+    path): a symbolic link anywhere on the way from the results root to
+    ``outdir`` (never follow a link out of the results folder); an ``outdir``
+    another live hetsched process is writing into (:func:`lock_outdir`); an
+    ``outdir`` that holds finished results, unless ``force``; a folder that
+    cannot be created or written.
+
+    Only the files hetsched wrote there (:func:`manifest`) are removed -- with
+    ``force``, or without it when the previous run did not finish (interrupted,
+    or killed before its ``results.json``): a rerun of the same command then
+    starts again instead of being blocked. A user's other files are never touched.
     """
     outdir = Path(outdir)
     for p in [outdir, *outdir.parents]:
@@ -76,12 +255,8 @@ def prepare_outdir(outdir: Path | str, *, force: bool = False) -> Path:
                                 f"refusing to follow it (choose another --outdir)")
         if str(p) in (".", "", os.sep):
             break
-    if outdir.exists() and not outdir.is_dir():
+    if os.path.lexists(outdir) and not outdir.is_dir():
         raise HetschedError(f"output folder {str(outdir)!r} exists and is not a folder")
-    existing = [p for p in outdir.iterdir()] if outdir.is_dir() else []
-    if existing and not force:
-        raise HetschedError(f"output folder {str(outdir)!r} already holds results ({len(existing)} files); "
-                            f"pass --force to replace them or --outdir to write elsewhere")
     try:
         outdir.mkdir(parents=True, exist_ok=True)
         probe = outdir / ".hetsched-write-probe"
@@ -90,12 +265,72 @@ def prepare_outdir(outdir: Path | str, *, force: bool = False) -> Path:
         probe.unlink()
     except OSError as exc:
         raise HetschedError(f"output folder {str(outdir)!r} is not writable: {exc.strerror or exc}") from None
-    for p in existing:
-        if p.is_symlink() or p.is_file():
-            p.unlink()
-        elif p.is_dir():
-            shutil.rmtree(p)
+    lock_outdir(outdir)
+    ours = [n for n in manifest(outdir) if os.path.lexists(outdir / n)]
+    if not os.path.lexists(outdir / MANIFEST):
+        clash = [n for n in RESULTS_FILES if os.path.lexists(outdir / n) and n not in ours]
+        if clash:
+            unlock_outdir(outdir)
+            raise HetschedError(f"output folder {str(outdir)!r} holds files hetsched did not write "
+                                f"({', '.join(clash)}); choose another --outdir")
+    finished = os.path.lexists(outdir / "results.json") and _status_of(outdir) != INTERRUPTED_STATUS
+    if ours and finished and not force:
+        unlock_outdir(outdir)
+        raise HetschedError(f"output folder {str(outdir)!r} already holds results ({len(ours)} files); "
+                            f"pass --force to replace them or --outdir to write elsewhere")
+    for n in sorted(ours, key=lambda n: -n.count("/")):
+        p = outdir / n
+        with contextlib.suppress(OSError):
+            if p.is_symlink() or p.is_file():
+                p.unlink()
+            elif p.is_dir():
+                with contextlib.suppress(OSError):
+                    p.rmdir()  # only if empty: a user's file inside stays
+    for n in ours:  # subfolders hetsched made (records/) go when they are left empty
+        parent = (outdir / n).parent
+        while parent != outdir and inside(parent, outdir):
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+            parent = parent.parent
+    with contextlib.suppress(OSError):
+        (outdir / MANIFEST).unlink()
     return outdir
+
+
+@contextlib.contextmanager
+def hold_interrupts() -> Iterator[None]:
+    """Delay SIGINT and SIGTERM until the block ends (a file set is written whole or not at all).
+
+    Only in the main thread (elsewhere signals are not delivered to Python); a
+    signal received meanwhile is re-raised at the end of the block.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    old = {}
+
+    def later(signum, frame):  # noqa: ARG001
+        got.append(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            old[sig] = signal.signal(sig, later)
+        except (ValueError, OSError):
+            pass
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+        for sig in got[:1]:
+            h = old.get(sig)
+            if callable(h):
+                h(sig, None)
+            elif h == signal.SIG_DFL:
+                if sig == signal.SIGINT:
+                    raise KeyboardInterrupt
+                os.kill(os.getpid(), sig)
 
 
 # --------------------------------------------------------------------------- writing
@@ -160,12 +395,22 @@ def write_results(outdir: Path | str, doc: Mapping[str, Any], *, table: str | No
         data = _parquet_bytes(df, meta)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for one cause
         raise HetschedError(f"{doc.get('id')}: rows cannot be stored as Parquet ({exc})") from None
-    # the folder was checked by prepare_outdir: files of these names written earlier are replaced
-    written = [write_text(outdir / "results.csv", df.to_csv(index=False), force=True),
-               write_bytes(outdir / "results.parquet", data, force=True),
-               write_text(outdir / "results.json", json.dumps(doc, indent=2), force=True)]
+    # the folder was checked by prepare_outdir: a file hetsched wrote there (the manifest) is replaced, a
+    # user's file of the same name is refused; the set is written with SIGINT/SIGTERM held, results.json last
+    # (a folder without it is an unfinished run, which a rerun replaces)
+    files = [("results.csv", df.to_csv(index=False).encode()), ("results.parquet", data)]
     if table is not None:
-        written.append(write_text(outdir / "table.txt", table + "\n", force=True))
+        files.append(("table.txt", (table + "\n").encode()))
+    files.append(("results.json", json.dumps(doc, indent=2).encode()))
+    written: list[Path] = []
+    with hold_interrupts():
+        lock_outdir(outdir)
+        try:
+            for name, payload in files:
+                target, force = output_in(outdir, name)
+                written.append(write_bytes(target, payload, force=force, what="results file"))
+        finally:
+            record_written(outdir, written)
     return written
 
 

@@ -94,9 +94,22 @@ def _get_pool(workers: int) -> ProcessPoolExecutor:
             method = "forkserver"
         else:  # pragma: no cover - Windows
             method = "spawn"
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
+                                   initializer=_quiet_worker)
         _POOLS[workers] = pool
     return pool
+
+
+def _exit_quietly(signum: int, frame: Any) -> None:  # noqa: ARG001
+    os._exit(128 + signum)
+
+
+def _quiet_worker() -> None:
+    """Worker start-up: Ctrl-C (SIGINT to the terminal's process group) ends a worker at once and silently;
+    the parent handles the interrupt (writes what finished) -- no KeyboardInterrupt traceback per worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, _exit_quietly)
 
 
 def _run_chunk(fn: Callable, params: dict, items: list[tuple[int, np.random.SeedSequence]]):

@@ -25,8 +25,10 @@ here imports typer: the command line turns these errors into usage errors in
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import re
 import stat
 from typing import Any, Sequence
 
@@ -35,7 +37,7 @@ from .errors import HetschedError
 __all__ = [
     "MAX_REPS", "MAX_HORIZON", "MAX_WORKERS", "MAX_EVENTS", "SEED_MAX", "MAX_PATH_CHARS",
     "show", "range_text", "check_int", "check_float", "check_choice", "check_file",
-    "check_budget", "check_event_budget", "estimated_events",
+    "check_budget", "check_event_budget", "estimated_events", "inert", "InertStream", "raw_stream",
 ]
 
 # Resource limits of a run (docs/input-validation.md)
@@ -186,3 +188,72 @@ def check_event_budget(events: float, what: str, limit: float = MAX_EVENTS) -> N
 def estimated_events(total_rate: float, horizon: float, reps: int) -> float:
     """Events of ``reps`` replications of ``horizon`` time units: 2 per task (arrival, completion)."""
     return 2.0 * float(total_rate) * float(horizon) * int(reps)
+
+
+# --------------------------------------------------------------------------- terminal output
+#: C0 controls (but newline and tab), DEL, C1 controls, and the Unicode line/paragraph separators and
+#: bidirectional overrides that can disguise text on a terminal
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_char(m: "re.Match[str]") -> str:
+    c = ord(m.group(0))
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def inert(value: Any, *, markup: bool = False, newlines: bool = True) -> str:
+    """``value`` as text that does nothing on a terminal: every control character (``ESC``, ``BEL``,
+    ``CR``...) written as a visible escape (``\\x1b``); with ``markup``, rich markup escaped too
+    (``[bold]`` printed as is, never interpreted); without ``newlines``, newlines and tabs escaped too.
+
+    The one helper for printing user-supplied text (scenario titles and names, file contents, paths);
+    the command line also runs its whole output through it (:class:`InertStream`).
+    """
+    s = _CONTROL.sub(_escape_char, str(value))
+    if not newlines:
+        s = s.replace("\n", "\\n").replace("\t", "\\t")
+    if markup:
+        from rich.markup import escape
+
+        s = escape(s)
+    return s
+
+
+class InertStream(io.TextIOBase):
+    """A text stream that writes through :func:`inert`: nothing printed can move the cursor, clear the
+    screen, retitle the window or ring the bell. ``raw`` is the wrapped stream (for rich, which draws
+    its own tables and bars and is given only escaped text)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, s: str) -> int:  # type: ignore[override]
+        if not isinstance(s, str):  # a text stream (click probes with b"" to tell binary from text)
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        self.raw.write(inert(s))
+        return len(s)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def isatty(self) -> bool:
+        return self.raw.isatty()
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.raw, "encoding", "utf-8")
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.raw, "errors", None)
+
+
+def raw_stream(stream: Any) -> Any:
+    """The stream under an :class:`InertStream` (rich consoles write styled output there)."""
+    return stream.raw if isinstance(stream, InertStream) else stream

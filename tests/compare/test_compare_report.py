@@ -21,13 +21,11 @@ from pathlib import Path
 
 import pytest
 
-import hetsched as hs
 from hetsched.report.html import build_report, csp
 from hetsched.report.kit import MAX_COLS, choose_columns
 from hetsched.report.load import scan
 
-CLASSES = ["web", "batch"]
-MACHINES = ["fast-box", "slow-box"]
+from helpers import compare_folder as _compare_folder, simulate_folder as _simulate_folder
 
 
 def _chromium():
@@ -58,30 +56,6 @@ def _open(path: Path, fn):
         finally:
             b.close()
     return events
-
-
-def _compare_folder(root: Path) -> Path:
-    from hetsched.compare.cli import write_outdir
-    from hetsched.resultsio import prepare_outdir
-
-    s = hs.System.from_arrays(alpha=[1.0, 0.8], mu=[[3.0, 1.0], [1.0, 2.0]], class_names=CLASSES,
-                              machine_names=MACHINES, id="two-box")
-    r = hs.compare(s, ["mct", "lpas", "met"], reps=4, horizon=500, seed=5, workers=1)
-    out = prepare_outdir(root / "cmp")
-    write_outdir(r, out, text=str(r))
-    return out
-
-
-def _simulate_folder(root: Path) -> Path:
-    from typer.testing import CliRunner
-
-    from hetsched.cli import app
-
-    out = root / "sim"
-    r = CliRunner().invoke(app, ["simulate", "2.B", "--policy", "lpas", "--reps", "2", "--horizon", "300",
-                                 "--workers", "1", "--outdir", str(out)])
-    assert r.exit_code == 0, r.output
-    return out
 
 
 # --------------------------------------------------------------------------- hostile results

@@ -7,12 +7,7 @@ and prints the counts of each outcome at the end.
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import fuzz_runner  # noqa: E402
+import fuzz_runner  # tests/fuzz/fuzz_runner.py (pytest puts this folder on sys.path before loading this file)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -42,7 +42,9 @@ def _synthetic(outdir: Path) -> Path:
     experiments.prepare_outdir(d)
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.plot([0, 1, 2], [1, 4, 9])
-    fig.savefig(d / "curve.png")
+    from hetsched.resultsio import save_figure
+
+    save_figure(fig, d / "curve.png")  # the experiments' way: through the safe writer, in the manifest
     plt.close(fig)
     from hetsched import provenance
 
@@ -145,8 +147,9 @@ def test_outdir_under_a_file_is_refused_before_the_run(tmp_path):
 
 def test_force_replaces_only_the_results(tmp_path):
     d = _synthetic(tmp_path)
+    (d / "my-notes.txt").write_text("mine")  # a user's file in the folder: --force keeps it
     experiments.prepare_outdir(d, force=True)
-    assert list(d.iterdir()) == []
+    assert sorted(p.name for p in d.iterdir()) == [".hetsched.lock", "my-notes.txt"]
 
 
 # --------------------------------------------------------------------------- Ctrl-C
@@ -219,7 +222,7 @@ def test_report_in_a_real_browser(tmp_path):
     report, in headless Chromium: no console error, every visible table and every image rendered, every link
     resolving, a click on a header sorting the comparison's paired differences (so the report's own, hashed
     script runs under its Content-Security-Policy), nothing requested from outside, no sideways scrolling."""
-    from test_compare_report import _compare_folder, _simulate_folder
+    from helpers import compare_folder as _compare_folder, simulate_folder as _simulate_folder
 
     from hetsched.report.html import csp
 

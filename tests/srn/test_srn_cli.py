@@ -53,7 +53,7 @@ def test_export_format_and_paths(tmp_path, monkeypatch):
     out = json.loads(r.stdout)
     assert out["files"][:2] == ["g.tra", "g.lab"] and all((tmp_path / f).exists() for f in out["files"])
     r = CliRunner().invoke(app, ["srn", "export", "gang", *SMALL, "--format", "prism-explicit", "-o", "g"])
-    assert r.exit_code == 2 and "g.tra exists" in r.stderr
+    assert r.exit_code == 2 and "'g.tra' exists" in r.stderr
 
 
 def test_gang_options_reach_the_model():

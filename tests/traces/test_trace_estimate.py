@@ -10,7 +10,6 @@ waiting times, bounded slowdowns and utilisation of a small replay; the shipped 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +21,9 @@ from hetsched.errors import ModelError
 from hetsched.traces import TraceWorkload, read_swf, workload
 from hetsched.traces.estimate import (K_MIN, NO_CI, candidate_windows, effective_windows, paired_estimate,
                                       shapiro_wilk, von_neumann, window_estimate, window_means)
+from helpers import SHARED_DIR
 
-TESTS = Path(__file__).resolve().parent
-TRACES = TESTS.parent / ".." / "shared" / "traces"
+TRACES = SHARED_DIR / "traces"
 NASA = TRACES / "NASA-iPSC-1993-3.1-cln.swf.gz"
 LCG = TRACES / "LCG.swf.gz"
 needs_logs = pytest.mark.skipif(not LCG.is_file(), reason="../shared/traces is not next to this repository")

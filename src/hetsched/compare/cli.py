@@ -158,7 +158,7 @@ def write_outdir(res, outdir: Path, *, text: str, provenance=None) -> list[Path]
     import matplotlib.pyplot as plt
 
     from ..report.html import build_report
-    from ..resultsio import write_results
+    from ..resultsio import output_in, record_written, write_results
     from ..safeio import write_bytes
     from .metrics import METRICS
 
@@ -171,7 +171,9 @@ def write_outdir(res, outdir: Path, *, text: str, provenance=None) -> list[Path]
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)
         plt.close(fig)
-        written.append(write_bytes(outdir / name, buf.getvalue(), what="figure"))
+        target, ours = output_in(outdir, name)  # replaced only if hetsched wrote it (the folder's manifest)
+        written.append(write_bytes(target, buf.getvalue(), force=ours, what="figure"))
+    record_written(outdir, written)
     m = METRICS[res.metric]
     doc = {"id": f"compare {res.system}", "kind": "compare", **res.as_dict(), "rows": frame_rows(res),
            "units": {"value": f"{m.unit} ({res.metric}: {m.description}; rank, share: dimensionless)"},
@@ -180,4 +182,5 @@ def write_outdir(res, outdir: Path, *, text: str, provenance=None) -> list[Path]
            "provenance": None if provenance is None else provenance.finish("complete").as_dict()}
     written = write_results(outdir, doc, table=text) + written
     written.append(build_report(outdir, outdir / "report.html"))
+    record_written(outdir, written[-1:])
     return written

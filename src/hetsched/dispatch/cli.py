@@ -20,7 +20,7 @@ from typing import Optional
 
 import typer
 
-from .._cliutil import emit_json, guard, stdout_is_tty
+from .._cliutil import emit_json, guard, inert, raw_stream, stdout_is_tty
 
 sub = typer.Typer(help="Real dispatch of tasks to Dask workers (thesis §3.5, MGST).", no_args_is_help=True)
 
@@ -33,10 +33,13 @@ def _progress_view(enabled: bool):
     """A rich live view; returns ``(callback, stop)``."""
     if not enabled:
         return None, lambda: None
+    import sys
+
+    from rich.console import Console
     from rich.live import Live
     from rich.table import Table
 
-    live = Live(refresh_per_second=4, transient=True)
+    live = Live(refresh_per_second=4, transient=True, console=Console(file=raw_stream(sys.stdout)))
     live.start()
 
     def render(s: dict) -> None:
@@ -45,7 +48,7 @@ def _progress_view(enabled: bool):
         t.add_column("class")
         t.add_column("queued", justify="right")
         for c, n in s["queued"].items():
-            t.add_row(c, str(n))
+            t.add_row(inert(c, markup=True, newlines=False), str(n))
         t.caption = f"machines {s['up']}/{s['machines']} up, {s['idle']} idle"
         live.update(t)
 

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from . import REPS, Experiment, ExperimentResult, Param, RunOptions, batch, register
+from ..resultsio import save_figure
 from .rows import metric, sim_metric
 
 POLICY_NAMES = {"local": "Local", "heuristic": "Heuristic", "table": "Optimal"}
@@ -229,7 +230,7 @@ def _plot(rows: list[dict[str, Any]], x: str, title: str, path: Path, ycol: str 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -303,7 +304,7 @@ def _run_fig6(opts: RunOptions) -> ExperimentResult:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return ExperimentResult("coalloc-fig6", rows, "\n".join(lines), [path], _notes(rows5, "rho", st),
                             meta={"settings": st, "seed": opts.seed, "reps": st["reps"]})
@@ -360,7 +361,7 @@ def _plot_table(sol, key: str, title: str, path: Path) -> Path:
     ax.set_title(title + "\nfilled: co-allocate", fontsize=8)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 
 from . import Experiment, ExperimentResult, Param, RunOptions, register
+from ..resultsio import save_figure
 
 COLUMNS = ("policy", "lambda", "states", "ST", "SRT", "UoS", "GoS")
 
@@ -129,7 +130,7 @@ def run(opts: RunOptions) -> ExperimentResult:
         ax.legend()
         fig.tight_layout()
         path = opts.outdir / f"fig{fig_no}_{key}.png"
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
         plt.close(fig)
         figures.append(path)
     lines = [f"{'lambda':>6s}  " + "  ".join(f"{k + ' ' + pol:>12s}" for k in ("ST", "SRT", "UoS", "GoS")

@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 
 from . import HORIZON, REPS, Experiment, ExperimentResult, Param, RunOptions, register
+from ..errors import HetschedError
+from ..resultsio import save_figure
 
 # 1-based machine numbers with a_j < 1 in the MPD cases (§3.5.1)
 _MPD_HIHI = {4: 0.5, 5: 0.5, 6: 0.5}
@@ -113,6 +115,9 @@ def _failure_hooks(names, time_unit, duration, seed, fail_rate=FAIL_RATE):
             hooks.append(((t + down) * time_unit, lambda d, n=name: d.set_machine_up(n, True, "repaired")))
             t += down + rng.exponential(1.0 / fail_rate)
     return hooks
+
+
+MAX_WALL_SECONDS = 24 * 3600  # the real-dispatch runs of one experiment (wall clock), refused above
 
 
 def run_setting(client, setting: str, case: str, *, time_unit: float, duration: float, seed: Any,
@@ -253,6 +258,12 @@ def run(opts: RunOptions) -> ExperimentResult:
     # --quick: the first FD case and every FE case of each setting (the failure readings are the open question)
     runs = [(s, c) for s in settings for c in SETTINGS[s][3]
             if (c in cases if cases else (not quick or c == SETTINGS[s][3][0] or c.endswith("FE")))]
+    wall = len(runs) * duration * time_unit  # every run dispatches for real: duration x time_unit seconds
+    if wall > MAX_WALL_SECONDS:
+        raise HetschedError(f"--set duration={duration:g}: {len(runs)} real dispatch runs of {duration:g} time units "
+                            f"x {time_unit:g} s take about {wall / 3600:,.0f} h of wall-clock time (and memory for "
+                            f"~{sum(sum(SETTINGS[st][2]) for st, _ in runs) * duration:,.0f} tasks); at most "
+                            f"{MAX_WALL_SECONDS / 3600:g} h")
     rows, ovh_rows = [], []
     seeds = np.random.SeedSequence(opts.seed).spawn(len(runs))
     # one worker per machine group (7), one thread per machine of the group (3)
@@ -333,7 +344,7 @@ def run(opts: RunOptions) -> ExperimentResult:
     ax.legend()
     fig.tight_layout()
     path = opts.outdir / "mgst_overall.png"
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return ExperimentResult(
         "mgst", rows, table, figures=[path],

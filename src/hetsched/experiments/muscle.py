@@ -41,6 +41,7 @@ from .catalog import register
 from .core import CHECK_FAILED, Experiment, ExperimentResult, RunOptions
 from .params import Param
 from .rows import metric
+from ..resultsio import save_figure
 
 _N_JOBS = Param("n_jobs", "int", "jobs per run", 1, 1_000_000)
 _NO_GA = Param("no_ga", "bool", "skip the genetic-algorithm local optimisation")
@@ -102,12 +103,14 @@ def _run_point(task: dict) -> list[dict]:
                        trigger=task["trigger"], seed=task["sseed"])
         violations = res.violations
         if task.get("records_dir"):
+            from ..resultsio import output_in, record_written
             from ..traces import write_records
 
-            Path(task["records_dir"]).mkdir(parents=True, exist_ok=True)
-            write_records(res.records(wl), Path(task["records_dir"]) / f"records-{res.policy}.parquet",
+            target, force = output_in(task["records_dir"], f"records-{res.policy}.parquet")
+            write_records(res.records(wl), target, force=force,
                           meta={"kind": "muscle", "policy": res.policy, "sizes": list(system.sizes),
                                 "rates": list(system.rates), "source": wl.source})
+            record_written(task["records_dir"], [target])
         m = res.metrics
         row = dict(base)
         trusted = res.status == 0
@@ -229,7 +232,7 @@ def _plot(rows, xkey, outdir: Path, name: str, title: str) -> Path:
     fig.tight_layout()
     outdir.mkdir(parents=True, exist_ok=True)
     path = outdir / name
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

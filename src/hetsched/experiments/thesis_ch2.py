@@ -22,6 +22,7 @@ from .cluster import batch
 from .core import Experiment, ExperimentResult, RunOptions
 from .params import HORIZON, REPS, Param, sizes
 from .rows import sim_metric
+from ..resultsio import save_figure
 
 # k-bar per system for the KPB column of Table 2.1 (the thesis does not print
 # all of them). The smallest value found stable in 4 x 20,000 runs, or the
@@ -123,7 +124,7 @@ def _plot(rows: list[dict], path, title: str, group_key: str = "system") -> None
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

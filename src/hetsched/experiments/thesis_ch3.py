@@ -20,6 +20,7 @@ from .cluster import batch
 from .core import Experiment, ExperimentResult, RunOptions
 from .params import HORIZON, REPS, Param, sizes
 from .rows import metric
+from ..resultsio import save_figure
 
 THESIS_REPS = 30
 THESIS_HORIZON = 20_000.0
@@ -150,7 +151,7 @@ def _bar_plot(rows: list[dict], keys: list[str], path, title: str) -> None:
     ax.legend()
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -319,7 +320,7 @@ def _fig_3_4(opts: RunOptions) -> ExperimentResult:
     path = opts.outdir / "fig-3.4.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     table = _fmt_table(f"Figure 3.4: System 3.H, Gcmu W = {g['mean']:.4f}  [{reps} reps x {horizon:g}]", shown, ["I"])
     return ExperimentResult("thesis-fig-3.4", rows, table, [path], meta={"reps": reps, "horizon": horizon},
@@ -375,7 +376,7 @@ def _make_fig_g(full: bool):
             f.tight_layout()
             path = opts.outdir / f"fig-{fig}.png"
             path.parent.mkdir(parents=True, exist_ok=True)
-            f.savefig(path)
+            save_figure(f, path)
             plt.close(f)
             figs.append(path)
         acc = max(r["acc"] for r in shown if np.isfinite(r["acc"])) if reps > 1 else float("nan")

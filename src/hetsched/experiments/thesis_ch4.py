@@ -16,6 +16,7 @@ from .cluster import batch
 from .core import Experiment, ExperimentResult, RunOptions
 from .params import HORIZON, REPS, Param, sizes
 from .rows import metric
+from ..resultsio import save_figure
 
 _MODEL_KEYS = ("propagation", "include_local", "tie", "warmup", "max_in_system", "inaccuracy", "inaccuracy_draw")
 _MODEL_PARAMS = (
@@ -23,7 +24,7 @@ _MODEL_PARAMS = (
     Param("include_local", "bool", "always add the origin machine to S"),
     Param("tie", "str", "ties between equally good machines", choices=("lowest", "random")),
     Param("warmup", "float", "time deleted from the statistics", 0.0, 1e12),
-    Param("max_in_system", "int", "instability bound on tasks in system", 1, 10**9),
+    Param("max_in_system", "int", "instability bound on tasks in system", 1, 10**7),  # ~40 B a slot
     Param("inaccuracy", "float", "estimation inaccuracy I (§4.3.2)", 0.0, 0.999999),
     Param("inaccuracy_draw", "str", "when an estimation error is drawn (§4.3.2): afresh in every report of "
           "a machine's rates, or once per rate value", choices=("per-message", "per-rate")),
@@ -135,7 +136,7 @@ def fig_4_1(opts: RunOptions) -> ExperimentResult:
     ax.set_title("System 4.A under estimation inaccuracy (cf. thesis Fig. 4.1)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     lines = [f"Figure 4.1 (System 4.A, {reps} x {horizon:g}): W versus maximum inaccuracy I",
              f"{'I':>5} {'LPAS_dec':>10} {'KPB (k=3)':>10}"]
@@ -198,7 +199,7 @@ def fig_4_2_4_3(opts: RunOptions) -> ExperimentResult:
         ax.set_title(f"System {sid} (cf. thesis Fig. {fig_no})")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
         plt.close(fig)
         figures.append(path)
     notes = ["The thesis simulates 2e9 time units: run thesis-fig-4.2-4.3-full for that length."]

@@ -38,6 +38,7 @@ from .cluster import batch
 from .core import Experiment, ExperimentResult, RunOptions
 from .params import REPS, Param
 from .rows import metric, sim_metric
+from ..resultsio import save_figure
 
 # repository-relative: <repo>/../shared/traces (this file is <repo>/src/hetsched/experiments/traces.py)
 TRACES_DIR = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
@@ -100,7 +101,7 @@ def _plot(rows: list[dict], path: Path, logs: list[str], loads: list[float], pol
         axes[0][-1].legend([handles[x] for x in order], order, fontsize="small", loc="upper left")
     fig.suptitle("2.C1 fed by real logs (unstable policies left out; hollow: no CI supported)", fontsize="medium")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -25,6 +25,11 @@ BASE_BYTES = 300e6
 METHODS = ("gauss-seidel", "jacobi", "policy-iteration", "modified-policy-iteration")
 
 
+#: measured: `hetsched mdp coalloc --rho 0.8 --delta 40|80 --method policy-iteration --json` took 24 s and 143 s
+#: (19,926 and 78,246 states: time ~ states^1.3) on a shared 2-core machine
+PI_SECONDS_40, PI_STATES_40 = 24.0, 19_926
+
+
 def available_memory() -> float:
     """Bytes of memory available to a new process (Linux ``MemAvailable``; else physical memory)."""
     import os
@@ -184,6 +189,12 @@ def coalloc_cmd(
         raise ModelError(f"--delta {delta}: {n:,} states need about {need / 1e9:.1f} GB "
                          f"({BYTES_PER_STATE} bytes per state), more than 80 % of the {have / 1e9:.1f} GB "
                          f"available here; the paper uses Delta = 30")
+    if method == "policy-iteration":  # its time grows faster than the states (a sparse solve per iteration)
+        secs = PI_SECONDS_40 * (n / PI_STATES_40) ** 1.3
+        if secs > 60:
+            typer.echo(f"estimate: --method policy-iteration at --delta {delta} ({n:,} states) takes about "
+                       f"{secs / 60:.0f} min and {need / 1e9:.1f} GB; Ctrl-C stops it",
+                       err=True)
     if rho is not None and (rho1 is not None or rho2 is not None):
         raise ModelError("--rho: give either --rho or --rho1 and --rho2, not both")
     if rho is None and rho1 is None and rho2 is None:

@@ -24,7 +24,10 @@ import numpy as np
 
 from ..errors import ModelError
 
-__all__ = ["gantt", "utilisation", "step_average", "sample_window", "computer_lanes"]
+__all__ = ["gantt", "utilisation", "step_average", "sample_window", "computer_lanes", "MAX_BINS"]
+
+#: most intervals of a utilisation plot (a figure is a few thousand pixels wide; each interval costs ~100 bytes)
+MAX_BINS = 100_000
 
 
 def _records(records, rep=None):
@@ -208,8 +211,8 @@ def gantt(records, *, window: tuple[float, float] | None = None, max_tasks: int 
             t0, t1 = t_all
     else:
         t0, t1 = (float(window[0]), float(window[1]))
-        if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
-            raise ModelError(f"window: expected two finite times T0 < T1, got ({window[0]}, {window[1]})")
+        if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0 and np.isfinite(t1 - t0)):
+            raise ModelError(f"window: expected two finite times T0 < T1 (a finite span), got ({window[0]}, {window[1]})")
         sampled = True
     if sampled:
         sel = (st < t1) & (en > t0)
@@ -300,8 +303,8 @@ def utilisation(records, *, machines: int | None = None, bins: int = 400, ax=Non
         Replication to draw when the records hold several (default: the first).
     """
     df = _records(records, rep)
-    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise ModelError(f"bins: expected a positive integer, got {bins!r}")
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or not 1 <= bins <= MAX_BINS:
+        raise ModelError(f"bins: expected an integer in 1..{MAX_BINS:,}, got {bins!r}")
     muscle = "machine" not in df.columns and "cluster" in df.columns
     if muscle:
         _need(df, ["arrival", "start", "end", "processors", "cluster"], "a utilisation plot")

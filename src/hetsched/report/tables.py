@@ -12,9 +12,23 @@ _MAX_COLS = 16
 
 
 def make_console() -> Console:
-    """A console that does not squeeze tables when output goes to a file or pipe."""
-    con = Console()
-    return con if con.is_terminal else Console(width=160)
+    """A console that does not squeeze tables when output goes to a file or pipe.
+
+    It draws on the raw stdout (:func:`hetsched.validation.raw_stream`); every user string given to it
+    goes through :func:`hetsched.validation.inert` with ``markup=True`` (no control character, no markup)."""
+    import sys
+
+    from ..validation import raw_stream
+
+    con = Console(file=raw_stream(sys.stdout))
+    return con if con.is_terminal else Console(file=raw_stream(sys.stdout), width=160)
+
+
+def _u(text) -> str:
+    """User text for rich: control characters and markup escaped."""
+    from ..validation import inert
+
+    return inert(text, markup=True, newlines=False)
 
 
 def _fmt(x: float) -> str:
@@ -25,8 +39,8 @@ def print_lp(system, res, console: Console | None = None) -> None:
     """lambda*, delta* (per group where the system has groups) and derived quantities."""
     con = console or make_console()
     st = "[green]stabilizable[/]" if res.stabilizable else "[red]NOT stabilizable (lambda* <= 1)[/]"
-    con.print(f"[bold]{system.id}[/] — {system.title}")
-    con.print(f"source: {system.source}")
+    con.print(f"[bold]{_u(system.id)}[/] — {_u(system.title)}")
+    con.print(f"source: {_u(system.source)}")
     con.print(
         f"N = {system.N} classes, M = {system.M} machines; solution: {res.solution}"
         f"{' (group-symmetric)' if res.grouped else ''}; solver: {res.solver}"
@@ -39,11 +53,11 @@ def print_lp(system, res, console: Console | None = None) -> None:
             j = int(np.flatnonzero(labels == g)[0])
             gname = system.groups[system.group_of[j]].name
             a = system.a[j]
-            names.append(f"{gname} x{counts[g]}" + (f" a={a:g}" if a != 1 else ""))
+            names.append(f"{_u(gname)} x{counts[g]}" + (f" a={a:g}" if a != 1 else ""))
         mat = res.delta_groups
         title = "delta* per group of interchangeable machines (every member gets the group's fraction)"
     else:
-        names = list(system.machine_names)
+        names = [_u(n) for n in system.machine_names]
         mat = res.delta
         title = "delta* (rows: classes, columns: machines)"
     if mat.shape[1] <= _MAX_COLS:
@@ -55,12 +69,12 @@ def print_lp(system, res, console: Console | None = None) -> None:
         for n in names:
             t.add_column(n, justify="right")
         for i in range(mat.shape[0]):
-            t.add_row(str(i + 1), *([system.class_names[i]] if named else []), *[_fmt(x) for x in mat[i]])
+            t.add_row(str(i + 1), *([_u(system.class_names[i])] if named else []), *[_fmt(x) for x in mat[i]])
         con.print(t)
     else:
         con.print(f"({title}: {mat.shape[1]} columns, use --json to see them)")
         if system.class_names_given:
-            con.print("classes: " + ", ".join(f"{i + 1} = {n}" for i, n in enumerate(system.class_names)))
+            con.print("classes: " + ", ".join(f"{i + 1} = {_u(n)}" for i, n in enumerate(system.class_names)))
     con.print(f"zeros in delta*: {res.zeros} (Proposition 2.2.1 target N*M+1-N-M = {res.target_zeros})")
     sizes = [len(s) for s in res.S]
     con.print(f"|S_i| (machines per class under LPAS): {sizes}")
@@ -71,7 +85,7 @@ def print_lp(system, res, console: Console | None = None) -> None:
         f"LPAS-2/k N_s = {ns2:.3f} (discount {res.discount(ns2):.1f}%), MCT N_s = {system.M}"
     )
     if res.status != 0:
-        con.print(f"[yellow]warning:[/] {res.message}")
+        con.print(f"[yellow]warning:[/] {_u(res.message)}")
 
 
 def lp_overview_rows(ids=None) -> list[dict]:
@@ -101,7 +115,7 @@ def print_lp_overview(rows: list[dict], console: Console | None = None) -> None:
         t.add_column(c, justify="right" if c != "id" else "left")
     for r in rows:
         t.add_row(
-            r["id"], str(r["N"]), str(r["M"]), f"{r['lambda']:.4f}", f"{r['utilization']:.3f}",
+            _u(r["id"]), str(r["N"]), str(r["M"]), f"{r['lambda']:.4f}", f"{r['utilization']:.3f}",
             "yes" if r["stabilizable"] else "[red]no[/]", f"{r['zeros']}/{r['target_zeros']}",
             f"{r['Ns_lpas']:.2f}", f"{r['discount_lpas']:.0f}%", f"{r['discount_lpas2k']:.0f}%", f"{r['ms']:.1f}",
         )

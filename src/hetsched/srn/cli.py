@@ -203,13 +203,10 @@ def export_gang_cmd(
                                  arrival_scales_with_pcont, migration_ignores_policy, ls_rule, arrival, arrival_mu)
     rewards = gang_rewards()
     targets = _targets(fmt, Path(output), rewards)
-    for t in targets:
-        if t.is_dir():
-            raise ModelError(f"-o: {t} is a directory")
-        if t.exists() and not force:
-            raise ModelError(f"-o: {t} exists (use --force to overwrite)")
-        if not t.parent.is_dir():
-            raise ModelError(f"-o: directory {t.parent} does not exist")
+    from ..safeio import check_output
+
+    for t in targets:  # before any work: exists without --force, a link (dangling or not), a device, a folder
+        check_output(t, force=force, what="-o file")
     from . import export
     from .gang import gang_net
     from .reach import explore, to_ctmc
@@ -221,17 +218,17 @@ def export_gang_cmd(
     try:
         if fmt in ("pnml", "pnpro"):
             form = export.gspn_form(net, unfold=not no_unfold, space=space)
-            (export.to_gspn_pnml if fmt == "pnml" else export.to_pnpro)(form, targets[0])
+            (export.to_gspn_pnml if fmt == "pnml" else export.to_pnpro)(form, targets[0], overwrite=force)
             summary.update(places=len(form.places), transitions=len(form.transitions), unfolded=form.unfolded)
             how = f"stormpy.gspn.load_gspn_file({str(targets[0])!r})" + (" or the GreatSPN editor" if fmt == "pnpro"
                                                                            else "")
         else:
             ctmc = to_ctmc(space)
             if fmt == "drn":
-                export.to_drn(ctmc, targets[0], rewards=rewards)
+                export.to_drn(ctmc, targets[0], rewards=rewards, overwrite=force)
                 how = f"stormpy.build_model_from_drn({str(targets[0])!r})"
             else:
-                export.to_storm_explicit(ctmc, targets[0].with_suffix(""), rewards=rewards)
+                export.to_storm_explicit(ctmc, targets[0].with_suffix(""), rewards=rewards, overwrite=force)
                 how = (f"stormpy.build_model_from_explicit({str(targets[0])!r}, {str(targets[1])!r}, "
                        f"state_rewards={str(targets[2])!r})")
     except OSError as exc:

@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
+from ..safeio import write_bytes
 from .net import Net, Reward
 from .reach import CTMC, StateSpace
 from .unfold import GSPNForm, GSPNTransition, gspn_form, srn_features
@@ -74,7 +75,7 @@ def _num(x: float) -> str:
 
 
 def to_gspn_pnml(net: Net | GSPNForm, path: str | Path | None = None, *, unfold: bool = True,
-                 check: bool = True, space: StateSpace | None = None) -> str:
+                 check: bool = True, space: StateSpace | None = None, overwrite: bool = False) -> str:
     """PNML of the net as a GSPN, read by Storm (``stormpy.gspn.load_gspn_file``); see the module docstring.
 
     Returns the text; writes it to ``path`` if given. ``unfold``, ``check`` and
@@ -114,12 +115,12 @@ def to_gspn_pnml(net: Net | GSPNForm, path: str | Path | None = None, *, unfold:
     ET.indent(root)
     text = ET.tostring(root, encoding="unicode", xml_declaration=True)
     if path is not None:
-        Path(path).write_text(text)
+        _put(path, text, overwrite)
     return text
 
 
 def to_pnpro(net: Net | GSPNForm, path: str | Path, *, unfold: bool = True, check: bool = True,
-             space: StateSpace | None = None) -> Path:
+             space: StateSpace | None = None, overwrite: bool = False) -> Path:
     """The GSPN of :func:`to_gspn_pnml` in GreatSPN's ``.PNPRO`` format, written by Storm.
 
     Storm reads the PNML and writes the GreatSPN editor project (single-server
@@ -137,11 +138,12 @@ def to_pnpro(net: Net | GSPNForm, path: str | Path, *, unfold: bool = True, chec
         pnml = Path(tmp) / "net.pnml"
         to_gspn_pnml(net, pnml, unfold=unfold, check=check, space=space)
         gspn = sg.load_gspn_file(str(pnml))
-        sg.export_gspn_pnpro_file(gspn, str(path))
+        sg.export_gspn_pnpro_file(gspn, str(Path(tmp) / "net.pnpro"))
+        _put(path, (Path(tmp) / "net.pnpro").read_bytes(), overwrite)
     return Path(path)
 
 
-def to_pnml(net: Net, path: str | Path | None = None) -> str:
+def to_pnml(net: Net, path: str | Path | None = None, *, overwrite: bool = False) -> str:
     """hetsched's annotated PT-net PNML of ``net`` (a record of the net; not loadable by Storm).
 
     Constant arc multiplicities are ``inscription``; kinds, rates, weights,
@@ -186,8 +188,14 @@ def to_pnml(net: Net, path: str | Path | None = None) -> str:
     ET.indent(root)
     text = ET.tostring(root, encoding="unicode", xml_declaration=True)
     if path is not None:
-        Path(path).write_text(text)
+        _put(path, text, overwrite)
     return text
+
+
+def _put(path: str | Path, data: str | bytes, overwrite: bool) -> None:
+    """One exported file through the safe writer (:func:`hetsched.safeio.write_bytes`): an existing file only
+    with ``overwrite``, never through a link or over a device; a full disk leaves no half file."""
+    write_bytes(path, data.encode() if isinstance(data, str) else data, force=overwrite, what="export file")
 
 
 def _rewards(ctmc: CTMC, rewards: dict[str, Reward] | None) -> dict[str, np.ndarray]:
@@ -196,7 +204,8 @@ def _rewards(ctmc: CTMC, rewards: dict[str, Reward] | None) -> dict[str, np.ndar
     return {k: reward_vector(ctmc, r) for k, r in (rewards or {}).items()}
 
 
-def to_drn(ctmc: CTMC, path: str | Path, rewards: dict[str, Reward] | None = None) -> Path:
+def to_drn(ctmc: CTMC, path: str | Path, rewards: dict[str, Reward] | None = None, *,
+           overwrite: bool = False) -> Path:
     """Write the CTMC in Storm's DRN format (rates; state rewards in brackets)."""
     path = Path(path)
     R = _rewards(ctmc, rewards)
@@ -215,7 +224,7 @@ def to_drn(ctmc: CTMC, path: str | Path, rewards: dict[str, Reward] | None = Non
             j = Q.indices[kk]
             if j != s:
                 lines.append(f"\t\t{j} : {float(Q.data[kk])!r}")
-    path.write_text("\n".join(lines) + "\n")
+    _put(path, "\n".join(lines) + "\n", overwrite)
     return path
 
 
@@ -223,7 +232,8 @@ def _init_state(ctmc: CTMC) -> int:
     return int(np.argmax(ctmc.p0))
 
 
-def to_storm_explicit(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward] | None = None) -> list[Path]:
+def to_storm_explicit(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward] | None = None, *,
+                      overwrite: bool = False) -> list[Path]:
     """Write Storm's explicit files: ``prefix.tra``, ``prefix.lab``, ``prefix.<reward>.rew``.
 
     ``.tra`` starts with the model type ``ctmc`` and lists ``from to rate`` per
@@ -244,24 +254,24 @@ def to_storm_explicit(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward]
     order = np.lexsort((Q.col[off], Q.row[off]))
     out = []
     p = Path(f"{prefix}.tra")
-    p.write_text("ctmc\n" + "".join(f"{i} {j} {float(v)!r}\n" for i, j, v in
-                                    zip(Q.row[off][order], Q.col[off][order], Q.data[off][order])))
+    _put(p, "ctmc\n" + "".join(f"{i} {j} {float(v)!r}\n" for i, j, v in
+                                zip(Q.row[off][order], Q.col[off][order], Q.data[off][order])), overwrite)
     out.append(p)
     p = Path(f"{prefix}.lab")
     dead = np.flatnonzero(np.diff(ctmc.Q.tocsr().indptr) == 0) if ctmc.n > 1 else np.zeros(0, int)
     labels = {_init_state(ctmc): ["init"]}
     for s in dead:
         labels.setdefault(int(s), []).append("deadlock")
-    p.write_text("#DECLARATION\ninit deadlock\n#END\n"
-                 + "".join(f"{s} {' '.join(v)}\n" for s, v in sorted(labels.items())))
+    _put(p, "#DECLARATION\ninit deadlock\n#END\n"
+         + "".join(f"{s} {' '.join(v)}\n" for s, v in sorted(labels.items())), overwrite)
     out.append(p)
     for k, v in R.items():
         p = Path(f"{prefix}.{k}.rew")
         nz = np.flatnonzero(v)
-        p.write_text("".join(f"{s} {float(v[s])!r}\n" for s in nz))
+        _put(p, "".join(f"{s} {float(v[s])!r}\n" for s in nz), overwrite)
         out.append(p)
     p = Path(f"{prefix}.sta")
-    p.write_text(_sta_text(ctmc))
+    _put(p, _sta_text(ctmc), overwrite)
     out.append(p)
     return out
 
@@ -272,7 +282,8 @@ def _sta_text(ctmc: CTMC) -> str:
         f"{s}:(" + ",".join(str(int(v)) for v in ctmc.markings[s]) + ")\n" for s in range(ctmc.n))
 
 
-def to_prism(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward] | None = None) -> list[Path]:
+def to_prism(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward] | None = None, *,
+             overwrite: bool = False) -> list[Path]:
     """Write PRISM explicit files ``prefix.tra/.sta/.lab`` and ``prefix.<name>.srew``."""
     prefix = Path(prefix)
     Q = ctmc.Q.tocoo()
@@ -283,17 +294,17 @@ def to_prism(ctmc: CTMC, prefix: str | Path, rewards: dict[str, Reward] | None =
     order = np.lexsort((Q.col[off], Q.row[off]))
     for i, j, v in zip(Q.row[off][order], Q.col[off][order], Q.data[off][order]):
         rows.append(f"{i} {j} {float(v)!r}")
-    p.write_text("\n".join(rows) + "\n")
+    _put(p, "\n".join(rows) + "\n", overwrite)
     out.append(p)
     p = prefix.with_suffix(".sta")
-    p.write_text(_sta_text(ctmc))
+    _put(p, _sta_text(ctmc), overwrite)
     out.append(p)
     p = prefix.with_suffix(".lab")
-    p.write_text('0="init" 1="deadlock"\n' + f"{int(np.argmax(ctmc.p0))}: 0\n")
+    _put(p, '0="init" 1="deadlock"\n' + f"{int(np.argmax(ctmc.p0))}: 0\n", overwrite)
     out.append(p)
     for k, v in _rewards(ctmc, rewards).items():
         p = Path(f"{prefix}.{k}.srew")
         nz = np.flatnonzero(v)
-        p.write_text(f"{ctmc.n} {nz.size}\n" + "".join(f"{s} {float(v[s])!r}\n" for s in nz))
+        _put(p, f"{ctmc.n} {nz.size}\n" + "".join(f"{s} {float(v[s])!r}\n" for s in nz), overwrite)
         out.append(p)
     return out

@@ -13,7 +13,6 @@ fixed, so the tests are deterministic.
 
 import math
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,10 +24,8 @@ from hetsched.sim.mapping import ect_weights, instability_rule, prepare, replica
 from hetsched.stats import t_interval
 from hetsched.system import MachineGroup, System
 
-sys.path.insert(0, str(Path(__file__).parent))
-from reference_sim import reference_qbar  # noqa: E402
-
-from closed_forms import mm1_L, mmc_L, pk_L  # noqa: E402  (tests/ is on sys.path via conftest)
+from closed_forms import mm1_L, mmc_L, pk_L
+from reference_sim import reference_qbar  # tests/sim/mapping/reference_sim.py (pytest puts the folder on sys.path)
 
 POLICIES = ["met", "mct", "kpb", "lpas", "lpas-2k", "lp-static", "guided-lpas", "guided-lpas-2k"]
 

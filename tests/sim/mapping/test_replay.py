@@ -11,7 +11,6 @@ the kernel's own time-average accumulator).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +22,10 @@ from hetsched.errors import ModelError
 from hetsched.system import System, groups_from_matrix
 from hetsched.traces import TraceWorkload, check_records, read_records, read_swf, workload
 
-TESTS = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(TESTS))
-from reference_replay import replay  # noqa: E402
+from helpers import SHARED_DIR
+from reference_replay import replay  # tests/reference_replay.py
 
-TRACES = TESTS.parent / ".." / "shared" / "traces"
+TRACES = SHARED_DIR / "traces"
 GAIA = TRACES / "UniLu-Gaia-2014-2.swf.gz"
 needs_logs = pytest.mark.skipif(not GAIA.is_file(), reason="../shared/traces is not next to this repository")
 

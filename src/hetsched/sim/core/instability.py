@@ -31,16 +31,32 @@ from numba import njit
 # the rule's plain-Python half lives in hetsched.stats (trace replays use it without the simulator)
 from ...stats import NSEG, trend_unstable, verdict
 
-__all__ = ["NSEG", "default_bound", "trend_unstable", "verdict", "seg_new", "seg_observe", "seg_close"]
+__all__ = ["NSEG", "default_bound", "MAX_IN_SYSTEM", "check_bound", "trend_unstable", "verdict", "seg_new", "seg_observe",
+           "seg_close"]
 
 # state layout of the segment accumulator: averages in [0, NSEG), then
 _SEG, _END, _AREA, _LAST, _LEN, _WARM = NSEG, NSEG + 1, NSEG + 2, NSEG + 3, NSEG + 4, NSEG + 5
 _SIZE = NSEG + 6
 
 
+#: largest instability bound a user may set: the task pool is ~40 bytes per slot (10**7: ~400 MB)
+MAX_IN_SYSTEM = 10**7
+
+
+def check_bound(bound: int, M: int) -> None:
+    """Refuse (``ModelError`` with the memory estimate) a ``max_in_system`` whose task pool would not fit."""
+    from ...errors import ModelError
+
+    if bound > MAX_IN_SYSTEM:
+        raise ModelError(f"max_in_system: {bound:,} tasks need about {40 * bound / 1e9:.1f} GB of memory for the task pool; "
+                         f"at most {MAX_IN_SYSTEM:,} (a system this far from its bound is unstable anyway)")
+
+
 def default_bound(M: int) -> int:
-    """Bound on the number in system: ``max(10000, 1000 M)`` for ``M`` machines."""
-    return int(max(10_000, 1_000 * int(M)))
+    """Bound on the number in system: ``max(10000, 1000 M)`` for ``M`` machines, at most
+    :data:`MAX_IN_SYSTEM` (from 10,000 machines on: ten tasks a machine; a system of 1,000,000
+    machines would otherwise allocate a task pool of 40 GB per replication)."""
+    return int(min(MAX_IN_SYSTEM, max(10_000, 1_000 * int(M))))
 
 
 @njit(cache=True)

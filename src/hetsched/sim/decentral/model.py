@@ -10,7 +10,7 @@ import numpy as np
 from ..._memory import ensure_fits
 from ...errors import ModelError
 from ...policies.user import DEFAULT_TIE, TIE_RULES, tie_code
-from ..core.instability import default_bound
+from ..core.instability import check_bound, default_bound
 
 __all__ = ["prepare", "Prepared", "POLICY_CODES", "PROPAGATION", "INACCURACY_DRAWS", "TIES", "DEFAULT_TIE", "per_machine_alpha",
            "OPTIONS"]
@@ -126,6 +126,7 @@ def prepare(system, policy: str, *, k: int | None = None, horizon: float = 200_0
     bound = default_bound(M) if max_in_system is None else max_in_system
     if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)) or bound < 1:
         raise ModelError(f"max_in_system must be a positive integer, got {max_in_system!r}")
+    check_bound(int(bound), M)
     ensure_fits(f"max_in_system = {bound}", 32 * int(bound) + 17 * N * M * M)  # task pool, views
     if isinstance(log, bool) or not isinstance(log, (int, np.integer)) or log < 0:
         raise ModelError(f"log must be a non-negative integer, got {log!r}")

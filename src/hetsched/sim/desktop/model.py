@@ -11,7 +11,7 @@ import numpy as np
 from ..._memory import ensure_fits
 from ...errors import ModelError
 from ...policies.pull import DEFAULT_TIE, LPAS_DG, LPAS_DG_ROBUST, USER, PullPolicy, resolve, tie_code
-from ..core.instability import default_bound
+from ..core.instability import check_bound, default_bound
 from ..core.variates import variate
 
 __all__ = ["prepare", "Prepared", "MACHINE_RULES", "RESUBMIT_RULES", "LP_GROUPINGS", "LP_SOLUTIONS", "POLICIES",
@@ -188,6 +188,7 @@ def prepare(system, policy, *, horizon: float = 20_000.0, warmup: float = 0.0, t
     bound = default_bound(M) if max_in_system is None else max_in_system
     if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)) or bound < 1:
         raise ModelError(f"max_in_system: must be a positive integer, got {max_in_system!r}")
+    check_bound(int(bound), M)
     ensure_fits(f"max_in_system = {bound}", 24 * int(bound))  # the pool of waiting tasks, per replication
 
     mu = np.ascontiguousarray(system.mu, dtype=float)
