@@ -269,7 +269,7 @@ def test_random_tie_spreads_first_tasks_uniformly():
     from hetsched.sim.desktop import kernel as K
     from hetsched.sim.desktop import layout as L
     from hetsched.sim.desktop import prepare
-    from hetsched.sim.desktop.idle import find_machine
+    from hetsched.sim.desktop.idle import find_machine, idle_view
     from hetsched.sim.desktop.run import fresh_state
 
     s = System(id="five", alpha=(0.01,), groups=(MachineGroup("A", 5, (1.0,)),),
@@ -283,7 +283,8 @@ def test_random_tie_spreads_first_tasks_uniformly():
         for k in range(500 if tie == "random" else 3):
             m, st_, lp, ev, rng, out = fresh_state(p, np.random.SeedSequence(k))
             init(m, st_, lp, ev, rng, out)
-            hits[find_machine(0, L.TIE_RULES_CODE[tie], m.muT, st_, 0, lp.elig_static, rng)] += 1
+            hits[find_machine(0, L.TIE_RULES_CODE[tie], m.muT, st_.mi, st_.mf, idle_view(st_), 0, lp.elig_static,
+                              rng)] += 1
         first[tie] = hits
     assert first["lowest"][0] == 3 and first["highest"][4] == 3
     # uniform over 5 machines: chi-square with 4 d.o.f. below its 0.999 quantile (18.47)

@@ -5,14 +5,16 @@ every simulated model: :mod:`.model` builds the parameters once
 (:class:`Params`: rates and the options as named scalars), :mod:`.run` allocates
 a replication's :class:`State` and :class:`Out` (named arrays) and calls
 ``init(p, s, st, out)`` then ``run(p, s, st, out)`` with the xoshiro streams
-``st`` of the core. One event, one short function (:func:`on_completion`,
-:func:`on_arrival`, :func:`on_rate_change`, :func:`on_cpu_change`), inlined into
-:func:`run`.
+``st`` of the core. The rare events are functions (:func:`on_rate_change`,
+:func:`on_cpu_change`); completions and arrivals, nearly every event, are written out in
+:func:`run`'s loop on arrays unpacked once from the named tuples, with
+scalar counters: a function per event taking the tuples (even inlined) pays an atomic
+reference-count update per array and event, which cost two thirds of the events/s.
 
-A kernel per policy: the candidate set of an arrival is the bound global
-``_candidates`` -- :func:`cand_mct`, :func:`cand_kpb` or :func:`cand_lpas` --
-and :func:`kernels` compiles :func:`on_arrival` and :func:`run` again with it
-bound, through :func:`hetsched.sim.core.kernels.specialise` (cached on disk);
+A kernel per policy: the candidate set of an arrival (MCT, KPB or LPAS_dec, the
+last re-solving the origin's LP with :func:`lp_support` when its view changed)
+is chosen by the global ``_POLICY``; :func:`kernels` compiles :func:`run` again
+with it bound to the policy's code, so the other two fold away, through :func:`hetsched.sim.core.kernels.specialise` (cached on disk);
 no policy switch runs per arrival.
 
 Built on the core: the event list (slots: completion at machine ``j`` = ``j``,
@@ -54,7 +56,7 @@ from ..core.pool import pool_new, pool_pop, pool_push
 from ..core.rng import expo, uniform
 from ..core.ties import tie_keep
 
-__all__ = ["Params", "State", "Out", "init", "run", "kernels", "new_state", "new_out", "POLICY_FUNCS"]
+__all__ = ["Params", "State", "Out", "init", "run", "kernels", "new_state", "new_out", "POLICY_NAMES"]
 
 #: the model: initial rates, CPU-availability choices, rate-change levels, then the options as scalars
 Params = namedtuple("Params", ["alpha0", "mu0", "a0", "a_choices", "alpha_levels", "mu_levels", "policy", "kbar",
@@ -108,7 +110,9 @@ def new_out(N: int, log: int) -> Out:
 
 
 # ----------------------------------------------------------------------------- estimates and messages
-@njit(cache=True)
+# _ect and _exchange run per candidate of every arrival: inlined (a call there cost 10-30 % of the events/s
+# of KPB and LPAS_dec through the reference counts of its array arguments)
+@njit(cache=True, inline="always")
 def _ect(i, j, Q, est_mu):
     """Expected completion time machine ``j`` reports for a class-``i`` arrival (§2.2.2)."""
     N = Q.shape[0]
@@ -119,7 +123,7 @@ def _ect(i, j, Q, est_mu):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _exchange(origin, j, piggy, est_alpha, est_mu, view_alpha, view_mu, dirty):
     """Request origin->j and reply j->origin with piggy-backed local rates (§4.1-4.2).
 
@@ -194,89 +198,35 @@ def _report(j, alpha, mu, est_alpha, est_mu, inacc, st):
 
 
 # ----------------------------------------------------------------------------- candidate sets, one per policy
-@njit(cache=True, inline="always")
-def cand_mct(p, s, out, i, o):
-    """MCT (§4.1): every machine able to run class ``i``."""
-    n = 0
-    for j in range(s.mu.shape[1]):
-        if s.mu[i, j] > 0:
-            s.cand[n] = j
-            n += 1
-    return n
+#: the kernel's policy: -1 (every policy through one switch: the unspecialised module-level kernel), or the
+#: policy code bound at compile time by :func:`kernels` (the other candidate sets then fold away)
+_POLICY = -1
 
 
-@njit(cache=True, inline="always")
-def cand_kpb(p, s, out, i, o):
-    """KPB (§4.1): the ``kbar`` machines with the largest rate in the origin's view (ties: lower index)."""
-    M = s.mu.shape[1]
-    order = s.order
-    for j in range(M):
-        order[j] = j
-    nk = p.kbar if p.kbar < M else M
-    for r in range(nk):
-        best = r
-        for q in range(r + 1, M):
-            if s.view_mu[o, i, order[q]] > s.view_mu[o, i, order[best]]:
-                best = q
-        tmp = order[r]
-        order[r] = order[best]
-        order[best] = tmp
-    n = 0
-    for r in range(nk):
-        if s.view_mu[o, i, order[r]] > 0 and s.mu[i, order[r]] > 0:
-            s.cand[n] = order[r]
-            n += 1
-    return n
-
-
-@njit(cache=True, inline="always")
-def cand_lpas(p, s, out, i, o):
-    """LPAS_dec (§4.2): the support of the origin's LP on its view (re-solved if the view changed);
-    every machine if it gives class ``i`` none."""
-    N, M = s.mu.shape
-    if s.dirty[o]:
-        asum = s.asum
-        for ii in range(N):
-            asum[ii] = 0.0
-            for jj in range(M):
-                asum[ii] += s.view_alpha[o, ii, jj]
-        out.lp_checks[0] += 1
-        gp = gub_simplex(asum, s.view_mu[o], s.basis_store[o], s.support[o], 200)
-        if gp > 0:
-            out.pivots[0] += gp
-            out.lp_structured[0] += 1
-        if gp < 0:
-            lam, piv, used = solve_vertex(asum, s.view_mu[o], s.ones, s.support[o], s.basis_store[o], True)
-            out.lp_solves[0] += 1
-            if used:
-                out.lp_warm[0] += 1
-            if piv > 0:
-                out.pivots[0] += piv
-        s.dirty[o] = False
-    n = 0
-    for j in range(M):
-        if s.support[o, i, j] and s.mu[i, j] > 0:
-            s.cand[n] = j
-            n += 1
-    if n == 0:  # empty support in this view: fall back to every machine
-        for j in range(M):
-            if s.mu[i, j] > 0:
-                s.cand[n] = j
-                n += 1
-    return n
-
-
-@njit(cache=True, inline="always")
-def cand_any(p, s, out, i, o):
-    """Every policy through one switch (the unspecialised module-level kernel)."""
-    if p.policy == MCT:
-        return cand_mct(p, s, out, i, o)
-    if p.policy == KPB:
-        return cand_kpb(p, s, out, i, o)
-    return cand_lpas(p, s, out, i, o)
-
-
-_candidates = cand_any  # rebound per policy by kernels()
+@njit(cache=True)
+def lp_support(o, view_alpha, view_mu, asum, basis_store, support, ones, lpc):
+    """LPAS_dec: machine ``o``'s LP on its view, re-solved (its view changed since its last solve):
+    a structured check or pivots from its last basis (:func:`~hetsched.lp.tableau.gub_simplex`), else the
+    warm-started dense simplex. ``lpc`` = ``(lp_checks, pivots, lp_structured, lp_solves, lp_warm)``."""
+    N = asum.shape[0]
+    M = view_alpha.shape[2]
+    lp_checks, pivots, lp_structured, lp_solves, lp_warm = lpc
+    for ii in range(N):
+        asum[ii] = 0.0
+        for jj in range(M):
+            asum[ii] += view_alpha[o, ii, jj]
+    lp_checks[0] += 1
+    gp = gub_simplex(asum, view_mu[o], basis_store[o], support[o], 200)
+    if gp > 0:
+        pivots[0] += gp
+        lp_structured[0] += 1
+    if gp < 0:
+        lam, piv, used = solve_vertex(asum, view_mu[o], ones, support[o], basis_store[o], True)
+        lp_solves[0] += 1
+        if used:
+            lp_warm[0] += 1
+        if piv > 0:
+            pivots[0] += piv
 
 
 # ----------------------------------------------------------------------------- initial state
@@ -327,127 +277,9 @@ def init(p, s, st, out):
 
 
 # ----------------------------------------------------------------------------- one function per event
-@njit(cache=True, inline="always")
-def on_completion(p, s, out, j, t):
-    """Machine ``j`` finishes its head-of-line task and starts the next one."""
-    pl = s.pool
-    k = pool_pop(pl, j)
-    c = s.t_cls[k]
-    if s.t_arr[k] >= p.warmup:
-        out.resp[c] += t - s.t_arr[k]
-        out.done[c] += 1
-    s.Q[c, j] -= 1
-    out.completions[0] += 1
-    k2 = pl.head[j]
-    if k2 >= 0:
-        s.tdone[j] = t + s.t_work[k2] / s.mu[s.t_cls[k2], j]
-        ev_schedule(s.ev, j, s.tdone[j], PRIO_COMPLETION)
-    else:
-        s.tdone[j] = np.inf
-        ev_cancel(s.ev, j)
-
-
-@njit(cache=True, inline="always")
-def on_arrival(p, s, st, out, t, n_sys):
-    """A task arrives at its origin machine, which chooses where it runs (§1.5.1). Returns 0, or 1
-    when the bound on the number in system is exceeded."""
-    N, M = s.mu.shape
-    A = s.A[0]
-    out.arrivals[0] += 1
-    # which stream (i, origin)?
-    u = uniform(st, S_WHICH) * A
-    acc = 0.0
-    i = N - 1
-    o = M - 1
-    found = False
-    for ii in range(N):
-        for jj in range(M):
-            acc += s.alpha[ii, jj]
-            if u <= acc and s.alpha[ii, jj] > 0:
-                i = ii
-                o = jj
-                found = True
-                break
-        if found:
-            break
-    work = expo(st, S_WORK)
-    ev_schedule(s.ev, M, t + expo(st, S_ARR) / A, PRIO_ARRIVAL)
-    need_view = p.policy != MCT
-    instant = p.instant == 1
-    fresh = p.fresh == 1 and p.inaccuracy > 0.0
-    if fresh:  # the deciding machine reads its own rates afresh (per-message reading)
-        _report(o, s.alpha, s.mu, s.est_alpha, s.est_mu, p.inaccuracy, st)
-        if need_view:
-            _publish(o, s.est_alpha, s.est_mu, s.view_alpha, s.view_mu, s.dirty, instant)
-    # ---- candidate set S (policy) ----
-    ncand = _candidates(p, s, out, i, o)
-    cand = s.cand
-    if p.include_local == 1 and s.mu[i, o] > 0:
-        has = False
-        for r in range(ncand):
-            if cand[r] == o:
-                has = True
-                break
-        if not has:
-            cand[ncand] = o
-            ncand += 1
-    out.support_size[0] += ncand
-    # ---- contact, exchange, choose ----
-    piggy = 0 if p.policy == MCT else (1 if p.policy == KPB else 2)
-    dest = -1
-    best_ect = np.inf
-    nties = 0
-    for r in range(ncand):
-        j = cand[r]
-        if j != o:
-            out.messages[0] += 2
-            if fresh:  # j's reply (and its ECT) carries fresh estimates of its rates
-                _report(j, s.alpha, s.mu, s.est_alpha, s.est_mu, p.inaccuracy, st)
-                if need_view and instant:
-                    _publish(j, s.est_alpha, s.est_mu, s.view_alpha, s.view_mu, s.dirty, instant)
-            if need_view:
-                out.view_updates[0] += _exchange(o, j, piggy, s.est_alpha, s.est_mu, s.view_alpha, s.view_mu,
-                                                 s.dirty)
-        e = _ect(i, j, s.Q, s.est_mu)
-        if e < best_ect:
-            best_ect = e
-            dest = j
-            nties = 1
-        elif e == best_ect:
-            nties += 1
-            if tie_keep(p.tie, j, dest, 1.0, float(nties), st, S_TIE):
-                dest = j
-    if dest < 0:
-        dest = o
-    if dest != o:
-        out.remote[0] += 1
-    lg = out.logged[0]
-    if lg < out.log_t.shape[0]:
-        out.log_t[lg] = t
-        out.log_i[lg] = i
-        out.log_o[lg] = o
-        out.log_d[lg] = dest
-        out.log_x[lg] = work
-        out.logged[0] = lg + 1
-    if n_sys >= p.bound:
-        return 1
-    pl = s.pool
-    k = pool_push(pl, dest)
-    if k < 0:  # pragma: no cover - the pool holds bound + 1 tasks
-        return 1
-    s.t_cls[k] = i
-    s.t_arr[k] = t
-    s.t_work[k] = work
-    if pl.head[dest] == k:  # the machine was idle: it starts the task
-        s.tdone[dest] = t + work / s.mu[i, dest]
-        ev_schedule(s.ev, dest, s.tdone[dest], PRIO_COMPLETION)
-    s.Q[i, dest] += 1
-    if n_sys + 1 > out.peak[0]:
-        out.peak[0] = n_sys + 1
-    return 0
-
-
-@njit(cache=True, inline="always")
+# Completions and arrivals (nearly every event) are written out in :func:`run`'s loop, on arrays
+# unpacked once and counters kept as local scalars; the rare rate and CPU changes are functions.
+@njit(cache=True)
 def on_rate_change(p, s, st, out, t):
     """One of the 2NM rates moves to one of its three levels (§4.3.1)."""
     N, M = s.mu.shape
@@ -486,7 +318,7 @@ def on_rate_change(p, s, st, out, t):
         _publish(j, s.est_alpha, s.est_mu, s.view_alpha, s.view_mu, s.dirty, p.instant == 1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def on_cpu_change(p, s, st, out, t):
     """Every machine takes the steady-state availability of one of the chains of Table 3.13 (§4.3.3)."""
     N, M = s.mu.shape
@@ -518,40 +350,212 @@ def on_cpu_change(p, s, st, out, t):
 @njit(cache=True)
 def run(p, s, st, out):
     """One replication from the state :func:`init` made; returns the status (0 completed, 1 the bound on
-    the number in system was exceeded)."""
-    M = s.mu.shape[1]
+    the number in system was exceeded).
+
+    The named tuples are unpacked here, once; completions and arrivals are handled in the loop on
+    those local arrays, with the counters as local scalars written to ``out`` at the end (a first
+    version with one inlined function per event taking the tuples ran at a third of the speed:
+    every array of a tuple passed costs an atomic reference-count update per event)."""
+    N, M = s.mu.shape
     ev = s.ev
-    horizon = p.horizon
+    horizon, warmup, bound = p.horizon, p.warmup, p.bound
+    policy, tie = p.policy, p.tie
+    include_local = p.include_local == 1
+    instant = p.instant == 1
+    inaccuracy = p.inaccuracy
+    fresh = p.fresh == 1 and inaccuracy > 0.0
+    need_view = policy != MCT
+    piggy = 0 if policy == MCT else (1 if policy == KPB else 2)
+    sg = s.sg
+    alpha, mu, est_alpha, est_mu, view_alpha, view_mu, dirty = (s.alpha, s.mu, s.est_alpha, s.est_mu, s.view_alpha,
+                                                                 s.view_mu, s.dirty)
+    pl, t_cls, t_arr, t_work, Q, tdone, cand, A = s.pool, s.t_cls, s.t_arr, s.t_work, s.Q, s.tdone, s.cand, s.A
+    head = pl.head
+    resp, done = out.resp, out.done
+    log_t, log_i, log_o, log_d, log_x = out.log_t, out.log_i, out.log_o, out.log_d, out.log_x
+    nlog = log_t.shape[0]
+    kbar, order, asum, basis_store, support, ones = p.kbar, s.order, s.asum, s.basis_store, s.support, s.ones
+    lpc = (out.lp_checks, out.pivots, out.lp_structured, out.lp_solves, out.lp_warm)
+    events = arrivals = completions = messages = support_size = view_updates = remote = 0
+    peak = out.peak[0]
+    logged = out.logged[0]
     n_sys = 0
     status = 0
+    ht, hs, meta = ev.ht, ev.hs, ev.meta
     while True:
-        t = ev.ht[0] if ev.meta[0] > 0 else np.inf
+        t = ht[0] if meta[0] > 0 else np.inf
         if t > horizon:
             break
-        sl = ev.hs[0]
-        seg_observe(s.sg, t, n_sys)
-        out.events[0] += 1
+        sl = hs[0]
+        seg_observe(sg, t, n_sys)
+        events += 1
         if sl < M:
-            on_completion(p, s, out, sl, t)
+            # ---------------- completion at machine j: it starts its next task
+            j = sl
+            k = pool_pop(pl, j)
+            c = t_cls[k]
+            if t_arr[k] >= warmup:
+                resp[c] += t - t_arr[k]
+                done[c] += 1
+            Q[c, j] -= 1
+            completions += 1
+            k2 = head[j]
+            if k2 >= 0:
+                tdone[j] = t + t_work[k2] / mu[t_cls[k2], j]
+                ev_schedule(ev, j, tdone[j], PRIO_COMPLETION)
+            else:
+                tdone[j] = np.inf
+                ev_cancel(ev, j)
             n_sys -= 1
         elif sl == M:
-            if on_arrival(p, s, st, out, t, n_sys) != 0:
+            # ---------------- arrival: the origin machine chooses where the task runs (§1.5.1)
+            Atot = A[0]
+            arrivals += 1
+            # which stream (i, origin)?
+            u = uniform(st, S_WHICH) * Atot
+            acc = 0.0
+            i = N - 1
+            o = M - 1
+            found = False
+            for ii in range(N):
+                for jj in range(M):
+                    acc += alpha[ii, jj]
+                    if u <= acc and alpha[ii, jj] > 0:
+                        i = ii
+                        o = jj
+                        found = True
+                        break
+                if found:
+                    break
+            work = expo(st, S_WORK)
+            ev_schedule(ev, M, t + expo(st, S_ARR) / Atot, PRIO_ARRIVAL)
+            if fresh:  # the deciding machine reads its own rates afresh (per-message reading)
+                _report(o, alpha, mu, est_alpha, est_mu, inaccuracy, st)
+                if need_view:
+                    _publish(o, est_alpha, est_mu, view_alpha, view_mu, dirty, instant)
+            # candidate set S (policy; _POLICY bound at compile time folds the other two away)
+            ncand = 0
+            if _POLICY == MCT or (_POLICY < 0 and policy == MCT):
+                # MCT (§4.1): every machine able to run class i
+                for j in range(M):
+                    if mu[i, j] > 0:
+                        cand[ncand] = j
+                        ncand += 1
+            elif _POLICY == KPB or (_POLICY < 0 and policy == KPB):
+                # KPB (§4.1): the kbar machines with the largest rate in the origin's view (ties: lower index)
+                for j in range(M):
+                    order[j] = j
+                nk = kbar if kbar < M else M
+                for r in range(nk):
+                    best = r
+                    for q in range(r + 1, M):
+                        if view_mu[o, i, order[q]] > view_mu[o, i, order[best]]:
+                            best = q
+                    tmp = order[r]
+                    order[r] = order[best]
+                    order[best] = tmp
+                for r in range(nk):
+                    if view_mu[o, i, order[r]] > 0 and mu[i, order[r]] > 0:
+                        cand[ncand] = order[r]
+                        ncand += 1
+            else:
+                # LPAS_dec (§4.2): the support of the origin's LP on its view (re-solved if the view changed);
+                # every machine if it gives class i none
+                if dirty[o]:
+                    lp_support(o, view_alpha, view_mu, asum, basis_store, support, ones, lpc)
+                    dirty[o] = False
+                for j in range(M):
+                    if support[o, i, j] and mu[i, j] > 0:
+                        cand[ncand] = j
+                        ncand += 1
+                if ncand == 0:  # empty support in this view: fall back to every machine
+                    for j in range(M):
+                        if mu[i, j] > 0:
+                            cand[ncand] = j
+                            ncand += 1
+            if include_local and mu[i, o] > 0:
+                has = False
+                for r in range(ncand):
+                    if cand[r] == o:
+                        has = True
+                        break
+                if not has:
+                    cand[ncand] = o
+                    ncand += 1
+            support_size += ncand
+            # contact, exchange, choose
+            dest = -1
+            best_ect = np.inf
+            nties = 0
+            for r in range(ncand):
+                j = cand[r]
+                if j != o:
+                    messages += 2
+                    if fresh:  # j's reply (and its ECT) carries fresh estimates of its rates
+                        _report(j, alpha, mu, est_alpha, est_mu, inaccuracy, st)
+                        if need_view and instant:
+                            _publish(j, est_alpha, est_mu, view_alpha, view_mu, dirty, instant)
+                    if need_view:
+                        view_updates += _exchange(o, j, piggy, est_alpha, est_mu, view_alpha, view_mu, dirty)
+                e = _ect(i, j, Q, est_mu)
+                if e < best_ect:
+                    best_ect = e
+                    dest = j
+                    nties = 1
+                elif e == best_ect:
+                    nties += 1
+                    if tie_keep(tie, j, dest, 1.0, float(nties), st, S_TIE):
+                        dest = j
+            if dest < 0:
+                dest = o
+            if dest != o:
+                remote += 1
+            if logged < nlog:
+                log_t[logged] = t
+                log_i[logged] = i
+                log_o[logged] = o
+                log_d[logged] = dest
+                log_x[logged] = work
+                logged += 1
+            if n_sys >= bound:
                 status = 1
                 break
+            k = pool_push(pl, dest)
+            if k < 0:  # pragma: no cover - the pool holds bound + 1 tasks
+                status = 1
+                break
+            t_cls[k] = i
+            t_arr[k] = t
+            t_work[k] = work
+            if head[dest] == k:  # the machine was idle: it starts the task
+                tdone[dest] = t + work / mu[i, dest]
+                ev_schedule(ev, dest, tdone[dest], PRIO_COMPLETION)
+            Q[i, dest] += 1
+            if n_sys + 1 > peak:
+                peak = n_sys + 1
             n_sys += 1
         elif sl == M + 1:
             on_rate_change(p, s, st, out, t)
         else:
             on_cpu_change(p, s, st, out, t)
+    out.events[0] += events
+    out.arrivals[0] += arrivals
+    out.completions[0] += completions
+    out.messages[0] += messages
+    out.support_size[0] += support_size
+    out.view_updates[0] += view_updates
+    out.remote[0] += remote
+    out.peak[0] = peak
+    out.logged[0] = logged
     if status == 0:
-        seg_close(s.sg, horizon, n_sys, out.seg)
+        seg_close(sg, horizon, n_sys, out.seg)
     out.status[0] = status
     return status
 
 
 # ----------------------------------------------------------------------------- kernels per policy
-#: policy code -> the candidate-set function bound as ``_candidates``
-POLICY_FUNCS = {MCT: "cand_mct", KPB: "cand_kpb", LPAS_DEC: "cand_lpas"}
+#: policy code -> its name in the kernel cache
+POLICY_NAMES = {MCT: "mct", KPB: "kpb", LPAS_DEC: "lpas"}
 
 
 def kernels(policy: int):
@@ -561,7 +565,7 @@ def kernels(policy: int):
 
     from ..core.kernels import specialise
 
-    name = POLICY_FUNCS[policy]
-    fn = specialise(sys.modules[__name__], ("on_arrival", "run"), {"_candidates": globals()[name]},
-                    key=("decentral", name), label=f"decentral-{name[5:]}", packages=("hetsched.sim.core",))
+    name = POLICY_NAMES[policy]
+    fn = specialise(sys.modules[__name__], ("run",), {"_POLICY": policy},
+                    key=("decentral", name), label=f"decentral-{name}", packages=("hetsched.sim.core",))
     return init, fn["run"]

@@ -9,10 +9,15 @@ the initial state; :func:`run` simulates until the horizon. The kernel is
 vector is not in its hash table; the Python side solves that LP, stores the
 support and calls :func:`run` again (it resumes in :func:`resume`).
 
-One event, one short function: :func:`on_task` (a running task's timer: a
-completion, or a CPU-chain state change), :func:`on_avail` (a failure or a
-repair, with the LP update), :func:`on_arrival`; each is inlined into
-:func:`run` (numba ``inline="always"``), so splitting the loop costs no call.
+The named tuples are unpacked once, in :func:`run`: task timers (a
+completion, or a CPU-chain state change) and arrivals -- nearly every event --
+are handled in its loop on local arrays with scalar counters, calling short
+functions that take a few arrays (:func:`start_task`,
+:func:`~.idle.find_machine`, the class selection on the small views of
+:func:`views`); an availability event (a failure or a repair, with the LP
+update) is :func:`on_avail`, which takes the tuples (it is rarer and does more).
+The expanded vertex's idle lists are handed small views (``XLists``,
+``Machines`` of :mod:`.layout`) made once.
 
 A kernel per policy family
 --------------------------
@@ -42,10 +47,11 @@ Performance notes (named where made):
   the handled event's slot is rescheduled in place (one sift-down from the
   root), never popped and pushed; a completion followed by a new start on
   the same machine reschedules its slot once;
-* every helper that takes the named tuples and runs per event is inlined
-  (numba ``inline="always"``): a call passing tuples of ~20 arrays by value
-  (with a reference count per array) costs more than the work it does -- a
-  first version with plain calls ran at a quarter of the speed;
+* no named tuple is passed per task timer or arrival: each array of a tuple
+  handed to a function -- inlined or not -- costs an atomic reference-count
+  update, and a first version of the kernel contract with one inlined
+  function per event taking the tuples (about a hundred arrays) ran at a
+  quarter of the speed; the event functions take the few arrays they need;
 * no array views in the hot loop: the class selection reads ``muT[j, i]``
   and ``E[e, i]`` in place; the numbers waiting and busy are kept
   incrementally;
@@ -53,6 +59,10 @@ Performance notes (named where made):
 * waiting tasks live in one pool of linked FCFS lists sized by the
   instability bound, so a run can never exhaust memory.
 """
+
+# long-file: one compiled event loop (numba) with the functions it calls and the per-family selections
+# bound at compile time; task timers and arrivals stay in run's loop on unpacked arrays because per-event
+# functions taking the named tuples cost 3.5-4x in events/s (docs/desktop-grid.md, "Kernel speed").
 
 from __future__ import annotations
 
@@ -71,11 +81,11 @@ from ..core.rng import uniform
 from ..core.variates import draw
 from .chain import chain_catch_up, chain_segment_end, chain_step
 from .expand import fen_add, fen_prefix, x_add, x_init, x_pick, x_remove, x_update
-from .idle import find_machine, find_machine_x, idle_add, idle_remove, pick_in_column
+from .idle import find_machine, find_machine_x, idle_add, idle_remove, idle_view, pick_in_column
 from .layout import (AEST, BAD_CHOICE, BOUND, BUSY, CK, CST, DONE, FCFS, GCMU, IDLE_SINCE, INIT, LEVEL, LP_FAILED,
                      LPAS_DG, LPAS_DG_ROBUST, NEED_SUPPORT, NEXT, PREV, PRIO_ARRIVAL, PRIO_AVAIL, PRIO_TASK, REM,
                      S_ARR, S_CHAIN, S_EST, S_EXEC, S_FAIL, S_RESTART, S_TIE, S_USER, SEGEND, SEGT, TARR, TIE_HIGHEST,
-                     TIE_RANDOM, TKIND, UP, UPSINCE, USER, Events)
+                     TIE_RANDOM, TKIND, UP, UPSINCE, USER, Events, Machines, XLists)
 from .lpkeep import copy_support, table_lookup, vertex_update
 
 __all__ = ["init", "run", "kernels", "new_event_list", "FAMILIES", "family"]
@@ -88,30 +98,49 @@ _qualifies = njit(cache=True)(_qualifies_py)
 
 # ----------------------------------------------------------------------------- class queues (core pool)
 @njit(cache=True, inline="always")
-def q_push(s, i, tarr, size, front):
+def q_push(qv, i, tarr, size, front):
     """A task of class ``i`` that arrived at ``tarr`` with unit-mean size ``size`` joins its queue: at the
-    tail, or (a resubmitted task, ``front``) in arrival order. False when the pool is full."""
-    k = pool_alloc(s.pool)
+    tail, or (a resubmitted task, ``front``) in arrival order. False when the pool is full.
+    ``qv`` is the queue view ``(pool, p_arr, p_size, head_arr)`` of :func:`views`."""
+    pool, p_arr, p_size, head_arr = qv
+    k = pool_alloc(pool)
     if k < 0:
         return False
-    s.p_arr[k] = tarr
-    s.p_size[k] = size
+    p_arr[k] = tarr
+    p_size[k] = size
     if front:
-        pool_insert_sorted(s.pool, i, k, s.p_arr)
+        pool_insert_sorted(pool, i, k, p_arr)
     else:
-        pool_append(s.pool, i, k)
-    s.head_arr[i] = s.p_arr[s.pool.head[i]]
+        pool_append(pool, i, k)
+    head_arr[i] = p_arr[pool.head[i]]
     return True
 
 
 @njit(cache=True, inline="always")
-def q_pop(s, i):
+def q_pop(qv, i):
     """Remove class ``i``'s head-of-line task; ``(arrival time, size)``."""
-    k = pool_pop(s.pool, i)
-    h = s.pool.head[i]
+    pool, p_arr, p_size, head_arr = qv
+    k = pool_pop(pool, i)
+    h = pool.head[i]
     if h >= 0:
-        s.head_arr[i] = s.p_arr[h]
-    return s.p_arr[k], s.p_size[k]
+        head_arr[i] = p_arr[h]
+    return p_arr[k], p_size[k]
+
+
+# ----------------------------------------------------------------------------- small views
+@njit(cache=True, inline="always")
+def views(p, s, out):
+    """The small views the per-event functions take instead of the named tuples (a call passing a tuple of
+    ~20 arrays costs a reference-count update per array, more than the event's work): the queues
+    ``(pool, p_arr, p_size, head_arr)``, the idle lists (:func:`~.idle.idle_view`), the CPU chains
+    ``(chain_id, Pm, Ppow, logstay, levels)``, a user policy's error registers ``(err_machine, err_value)``,
+    the per-class sums ``(cls_n, cls_w)`` and the policy scalars ``(policy, tie, uses_lp, machine_rule)``."""
+    qv = (s.pool, s.p_arr, s.p_size, s.head_arr)
+    chn = (p.chain_id, p.Pm, p.Ppow, p.logstay, p.levels)
+    err = (s.ctl.err_machine, s.ctl.err_value)
+    cls = (out.cls_n, out.cls_w)
+    sel = (p.policy, p.tie, p.uses_lp, p.machine_rule)
+    return qv, idle_view(s), chn, err, cls, sel
 
 
 # ----------------------------------------------------------------------------- class selection
@@ -124,38 +153,41 @@ _user_pull = _no_user_policy  # bound to the user's compiled function in a user 
 
 
 @njit(cache=True, inline="always")
-def sel_plain(p, s, j, e, E, t, st):
-    """FCFS / Gcmu (``p.policy``): the class machine ``j`` takes at ``t``, or -1."""
+def sel_plain(sel, qv, muT, j, e, E, t, st):
+    """FCFS / Gcmu (``sel[0]``): the class machine ``j`` takes at ``t``, or -1."""
+    tie = sel[1]
     u = 0.0
-    if p.tie == TIE_RANDOM:
+    if tie == TIE_RANDOM:
         u = 1.0 - uniform(st, S_TIE)
-    return _choose(p.policy, p.tie, t, s.pool.qlen, s.head_arr, p.muT, j, E, e, u)
+    return _choose(sel[0], tie, t, qv[0].qlen, qv[3], muT, j, E, e, u)
 
 
 @njit(cache=True, inline="always")
-def sel_lp(p, s, j, e, E, t, st):
+def sel_lp(sel, qv, muT, j, e, E, t, st):
     """LPAS_DG (either LP reading): the Gcmu rule over the classes of machine ``j``'s support row ``E[e]``."""
+    tie = sel[1]
     u = 0.0
-    if p.tie == TIE_RANDOM:
+    if tie == TIE_RANDOM:
         u = 1.0 - uniform(st, S_TIE)
-    return _choose(LPAS_DG, p.tie, t, s.pool.qlen, s.head_arr, p.muT, j, E, e, u)
+    return _choose(LPAS_DG, tie, t, qv[0].qlen, qv[3], muT, j, E, e, u)
 
 
-@njit(cache=True, inline="always")
-def sel_user(p, s, j, e, E, t, st):
+@njit(cache=True)
+def sel_user(sel, qv, muT, err, j, e, E, t, st):
     """A user pull policy: its class, -1 when no class qualifies, -2 when it broke the contract."""
-    uses_lp = p.uses_lp == 1
+    uses_lp = sel[2] == 1
+    qlen = qv[0].qlen
     ok = False
-    for i in range(s.pool.qlen.shape[0]):
-        if s.pool.qlen[i] > 0 and p.muT[j, i] > 0.0 and (not uses_lp or E[e, i]):
+    for i in range(qlen.shape[0]):
+        if qlen[i] > 0 and muT[j, i] > 0.0 and (not uses_lp or E[e, i]):
             ok = True
             break
     if not ok:
         return -1
-    i = _user_pull(t, s.pool.qlen, s.head_arr, p.muT[j], E[e], 1.0 - uniform(st, S_USER))
-    if not _qualifies(i, s.pool.qlen, p.muT, j, E, e, uses_lp):
-        s.ctl.err_machine[0] = j
-        s.ctl.err_value[0] = i
+    i = _user_pull(t, qlen, qv[3], muT[j], E[e], 1.0 - uniform(st, S_USER))
+    if not _qualifies(i, qlen, muT, j, E, e, uses_lp):
+        err[0][0] = j
+        err[1][0] = i
         return -2
     return i
 
@@ -167,54 +199,56 @@ _FAMILY = ANY
 
 
 @njit(cache=True, inline="always")
-def _select(p, s, j, e, E, t, st):
+def _select(sel, qv, muT, err, j, e, E, t, st):
     """The class machine ``j`` takes at ``t`` (-1: none; -2: a user policy broke its contract), by the
     family's rule; ``_FAMILY`` is a compile-time constant, so the other branches fold away."""
     if _FAMILY == PLAIN:
-        return sel_plain(p, s, j, e, E, t, st)
+        return sel_plain(sel, qv, muT, j, e, E, t, st)
     if _FAMILY == LP:
-        return sel_lp(p, s, j, e, E, t, st)
+        return sel_lp(sel, qv, muT, j, e, E, t, st)
     if _FAMILY == USER_FAMILY:
-        return sel_user(p, s, j, e, E, t, st)
-    if p.policy == USER:
-        return sel_user(p, s, j, e, E, t, st)
-    if p.policy == LPAS_DG or p.policy == LPAS_DG_ROBUST:
-        return sel_lp(p, s, j, e, E, t, st)
-    return sel_plain(p, s, j, e, E, t, st)
+        return sel_user(sel, qv, muT, err, j, e, E, t, st)
+    policy = sel[0]
+    if policy == USER:
+        return sel_user(sel, qv, muT, err, j, e, E, t, st)
+    if policy == LPAS_DG or policy == LPAS_DG_ROBUST:
+        return sel_lp(sel, qv, muT, j, e, E, t, st)
+    return sel_plain(sel, qv, muT, j, e, E, t, st)
 
 
 # ----------------------------------------------------------------------------- task start
 @njit(cache=True, inline="always")
-def schedule_task(s, j, ev):
-    tc = s.mf[j, SEGT] + s.mf[j, REM] / s.mf[j, LEVEL] if s.mf[j, LEVEL] > 0.0 else INF
-    if tc <= s.mf[j, SEGEND]:
-        s.mi[j, TKIND] = 0
-        ev_schedule(ev, j, tc, PRIO_TASK)
+def schedule_task(mf, mi, j, evT):
+    tc = mf[j, SEGT] + mf[j, REM] / mf[j, LEVEL] if mf[j, LEVEL] > 0.0 else INF
+    if tc <= mf[j, SEGEND]:
+        mi[j, TKIND] = 0
+        ev_schedule(evT, j, tc, PRIO_TASK)
     else:
-        s.mi[j, TKIND] = 1
-        ev_schedule(ev, j, s.mf[j, SEGEND], PRIO_TASK)
+        mi[j, TKIND] = 1
+        ev_schedule(evT, j, mf[j, SEGEND], PRIO_TASK)
 
 
-@njit(cache=True, inline="always")
-def start_task(p, s, ev, st, out, j, i, tarr, size, t):
+@njit(cache=True)
+def start_task(mi, mf, muT, a_true, chn, step, evT, st, starts, j, i, tarr, size, t):
     """Machine ``j`` starts a class-``i`` task that arrived at ``tarr``, of unit-mean size ``size`` (its
     execution time at full speed is ``size / mu'_ij``)."""
-    s.mi[j, BUSY] = i
-    s.mf[j, TARR] = tarr
-    s.mf[j, REM] = size / p.muT[j, i]
-    s.mf[j, SEGT] = t
-    cid = p.chain_id[j]
+    chain_id, _, Ppow, logstay, levels = chn
+    mi[j, BUSY] = i
+    mf[j, TARR] = tarr
+    mf[j, REM] = size / muT[j, i]
+    mf[j, SEGT] = t
+    cid = chain_id[j]
     if cid >= 0:
-        k = int(math.floor(t / p.step))
-        chain_catch_up(s.mi, p.Ppow, j, cid, k, st)
-        cs = s.mi[j, CST]
-        s.mf[j, LEVEL] = p.levels[cs]
-        s.mf[j, SEGEND] = chain_segment_end(p.logstay, p.step, k, cs, cid, st)
+        k = int(math.floor(t / step))
+        chain_catch_up(mi, Ppow, j, cid, k, st)
+        cs = mi[j, CST]
+        mf[j, LEVEL] = levels[cs]
+        mf[j, SEGEND] = chain_segment_end(logstay, step, k, cs, cid, st)
     else:
-        s.mf[j, LEVEL] = p.a_true[j]
-        s.mf[j, SEGEND] = INF
-    out.starts[0] += 1
-    schedule_task(s, j, ev.task)
+        mf[j, LEVEL] = a_true[j]
+        mf[j, SEGEND] = INF
+    starts[0] += 1
+    schedule_task(mf, mi, j, evT)
 
 
 # ----------------------------------------------------------------------------- initial state
@@ -259,10 +293,11 @@ def init(p, s, lp, ev, st, out):
             order[r] = tmp
     expand = p.expand == 1
     if not expand:
+        idl = idle_view(s)
         for k in range(M):
             j = order[k]
             c = p.col[j]
-            idle_add(s, c, j)
+            idle_add(mi, idl, c, j)
             s.ninit[c] += 1
     for j in range(M):
         lp.cap[p.col[j]] += mf[j, AEST]
@@ -294,25 +329,28 @@ def scan(p, s, ev, st, out, E, t):
     """After a support change: idle machines pull (column order) until nothing qualifies.
 
     Returns the number of tasks started, or -1 when a user policy broke its contract."""
-    ql = s.pool.qlen
+    qv, idl, chn, err, _, sel = views(p, s, out)
+    mi, mf, muT = s.mi, s.mf, p.muT
+    ql = qv[0].qlen
     qtot = 0
     for i in range(ql.shape[0]):
         qtot += ql[i]
     if qtot == 0:
         return 0
     started = 0
-    for c in range(s.chead.shape[0]):
-        while s.cidle[c] > 0:
-            j = pick_in_column(s, c, p.machine_rule, st)
-            i = _select(p, s, j, c, E, t, st)
+    cidle = idl[2]
+    for c in range(cidle.shape[0]):
+        while cidle[c] > 0:
+            j = pick_in_column(mi, idl, c, sel[3], st)
+            i = _select(sel, qv, muT, err, j, c, E, t, st)
             if i == -2:
                 return -1
             if i < 0:
                 break
-            idle_remove(s, c, j)
-            tarr, size = q_pop(s, i)
+            idle_remove(mi, idl, c, j)
+            tarr, size = q_pop(qv, i)
             started += 1
-            start_task(p, s, ev, st, out, j, i, tarr, size, t)
+            start_task(mi, mf, muT, p.a_true, chn, p.step, ev.task, st, out.starts, j, i, tarr, size, t)
     return started
 
 
@@ -320,80 +358,48 @@ def scan(p, s, ev, st, out, E, t):
 def scan_x(p, s, lp, ev, st, out, t):
     """:func:`scan` for the expanded per-machine vertex: while a class waits and one of its idle
     lists ``(c, i)`` is not empty, that list's machine pulls (groups, then classes, in order)."""
-    ql = s.pool.qlen
+    qv, _, chn, err, _, sel = views(p, s, out)
+    mi, mf, muT = s.mi, s.mf, p.muT
+    ql = qv[0].qlen
     N = ql.shape[0]
     C = lp.xcnt.shape[0]
     started = 0
     for c in range(C):
         for i in range(N):
             while lp.xcnt[c, i] > 0 and ql[i] > 0:
-                j = x_pick(lp, c, i, p.machine_rule, st)
-                k = _select(p, s, j, j, lp.msup, t, st)
+                j = x_pick(lp, c, i, sel[3], st)
+                k = _select(sel, qv, muT, err, j, j, lp.msup, t, st)
                 if k == -2:
                     return -1
                 if k < 0:  # pragma: no cover - class i qualifies
                     break
                 x_remove(lp, s, c, j)
-                tarr, size = q_pop(s, k)
+                tarr, size = q_pop(qv, k)
                 started += 1
-                start_task(p, s, ev, st, out, j, k, tarr, size, t)
+                start_task(mi, mf, muT, p.a_true, chn, p.step, ev.task, st, out.starts, j, k, tarr, size, t)
     return started
 
 
+# ----------------------------------------------------------------------------- the expanded vertex's idle lists
+@njit(cache=True)
+def x_take(p, s, lp, i, st):
+    """Expanded vertex: the idle machine that receives an arriving class-``i`` task, taken out of its
+    lists, or -1."""
+    jj = find_machine_x(p.machine_rule, p.tie, p.muT, s, lp, i, st)
+    if jj >= 0:
+        x_remove(lp, s, p.col[jj], jj)
+    return jj
+
+
 # ----------------------------------------------------------------------------- one function per event
-@njit(cache=True, inline="always")
-def on_task(p, s, lp, ev, st, out, E, j, t, qtot):
-    """Task timer of machine ``j``: a CPU-chain state change of its running task, or its completion.
-
-    Returns ``(status, change of the number waiting, change of the number busy)``."""
-    if s.mi[j, TKIND] == 1:
-        # CPU-chain state change while running: bank progress, draw the next sojourn
-        cid = p.chain_id[j]
-        s.mf[j, REM] -= s.mf[j, LEVEL] * (t - s.mf[j, SEGT])
-        if s.mf[j, REM] < 0.0:
-            s.mf[j, REM] = 0.0
-        s.mf[j, SEGT] = t
-        sn = chain_step(s.mi, p.Pm, j, cid, st)
-        k = int(round(t / p.step))
-        s.mi[j, CST] = sn
-        s.mi[j, CK] = k
-        s.mf[j, LEVEL] = p.levels[sn]
-        s.mf[j, SEGEND] = chain_segment_end(p.logstay, p.step, k, sn, cid, st)
-        schedule_task(s, j, ev.task)
-        return DONE, 0, 0
-    i = s.mi[j, BUSY]
-    ta = s.mf[j, TARR]
-    if ta >= p.warmup:
-        out.cls_n[i] += 1
-        out.cls_w[i] += t - ta
-    s.mi[j, BUSY] = -1
-    if p.chain_id[j] >= 0:
-        s.mi[j, CK] = int(math.floor(t / p.step))
-    c = p.col[j]
-    expand = p.expand == 1
-    i = _select(p, s, j, j if expand else c, E, t, st) if qtot > 0 else -1
-    if i == -2:
-        return BAD_CHOICE, 0, -1
-    if i >= 0:
-        # the new start reschedules slot j: one sift instead of a cancel and a push
-        tarr, size = q_pop(s, i)
-        start_task(p, s, ev, st, out, j, i, tarr, size, t)
-        return DONE, -1, 0
-    ev_cancel(ev.task, j)
-    s.mf[j, IDLE_SINCE] = t
-    if expand:
-        x_add(lp, s, c, j)
-    else:
-        idle_add(s, c, j)
-    return DONE, 0, -1
-
-
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def on_avail(p, s, lp, ev, st, out, E, j, t):
     """Availability timer of machine ``j``: a failure (its task goes back to the scheduler) or a
     repair (it pulls); then the LP and the supports follow.
 
     Returns ``(status, change of the number waiting, change of the number busy)``."""
+    qv, idl, chn, err, _, sel = views(p, s, out)
+    mi, mf, muT, evT, starts = s.mi, s.mf, p.muT, ev.task, out.starts
     N = p.alpha.shape[0]
     c = p.col[j]
     expand = p.expand == 1
@@ -403,42 +409,40 @@ def on_avail(p, s, lp, ev, st, out, E, j, t):
     repaired = -1
     p0 = 0  # expanded vertex: the machine's position among the up members of its group
     shift = 0
-    if s.mi[j, UP] == 1:
-        s.mi[j, UP] = 0
-        out.up_time[j] += t - s.mf[j, UPSINCE]
-        if s.mi[j, BUSY] >= 0:
-            i = s.mi[j, BUSY]
-            s.mi[j, BUSY] = -1
+    if mi[j, UP] == 1:
+        mi[j, UP] = 0
+        out.up_time[j] += t - mf[j, UPSINCE]
+        if mi[j, BUSY] >= 0:
+            i = mi[j, BUSY]
+            mi[j, BUSY] = -1
             db -= 1
-            ev_cancel(ev.task, j)
+            ev_cancel(evT, j)
             if p.chain_id[j] >= 0:
-                s.mi[j, CK] = int(math.floor(t / p.step))
+                mi[j, CK] = int(math.floor(t / p.step))
             out.resubmissions[0] += 1
-            was = s.pool.qlen[i]
+            was = qv[0].qlen[i]
             # a restart is a fresh execution (the lost work is not reused): its size is the
             # policy's own draw (stream S_RESTART), so the common streams stay common
-            if not q_push(s, i, s.mf[j, TARR], draw(st, S_RESTART, p.exec_kind, p.exec_par), p.resubmit == 0):
+            if not q_push(qv, i, mf[j, TARR], draw(st, S_RESTART, p.exec_kind, p.exec_par), p.resubmit == 0):
                 s.ctl.status[0] = BOUND
                 return BOUND, dq, db
             dq += 1
             if was == 0:
                 if expand:
-                    jj = find_machine_x(p.machine_rule, p.tie, p.muT, s, lp, i, st)
+                    jj = x_take(p, s, lp, i, st)
                 else:
-                    jj = find_machine(p.machine_rule, p.tie, p.muT, s, i, E, st)
+                    jj = find_machine(p.machine_rule, p.tie, muT, mi, mf, idl, i, E, st)
+                    if jj >= 0:
+                        idle_remove(mi, idl, p.col[jj], jj)
                 if jj >= 0:
-                    if expand:
-                        x_remove(lp, s, p.col[jj], jj)
-                    else:
-                        idle_remove(s, p.col[jj], jj)
-                    tarr, size = q_pop(s, i)
+                    tarr, size = q_pop(qv, i)
                     dq -= 1
                     db += 1
-                    start_task(p, s, ev, st, out, jj, i, tarr, size, t)
+                    start_task(mi, mf, muT, p.a_true, chn, p.step, evT, st, starts, jj, i, tarr, size, t)
         elif expand:
             x_remove(lp, s, c, j)
         else:
-            idle_remove(s, c, j)
+            idle_remove(mi, idl, c, j)
         if expand:
             for i in range(N):
                 lp.msup[j, i] = False
@@ -446,18 +450,18 @@ def on_avail(p, s, lp, ev, st, out, E, j, t):
             fen_add(lp.fen, c + p.goff[c], p.goff[c + 1] - p.goff[c], p.mpos[j], -1)
             lp.nup[c] -= 1
             shift = 1
-        newcap = lp.cap[c] - s.mf[j, AEST]
+        newcap = lp.cap[c] - mf[j, AEST]
         if newcap < 1e-12:
             newcap = 0.0
         ev_schedule(ev.avail, j, t + draw(st, S_FAIL, p.down_kind, p.down_par), PRIO_AVAIL)
     else:
-        s.mi[j, UP] = 1
-        s.mf[j, UPSINCE] = t
+        mi[j, UP] = 1
+        mf[j, UPSINCE] = t
         a = p.a_est0[j]
         if p.inaccuracy > 0.0:
             a = a * (1.0 + p.inaccuracy * (2.0 * (1.0 - uniform(st, S_EST)) - 1.0))
             a = min(max(a, 0.0), 1.0)
-        s.mf[j, AEST] = a
+        mf[j, AEST] = a
         newcap = lp.cap[c] + a
         repaired = j
         if expand:
@@ -489,20 +493,20 @@ def on_avail(p, s, lp, ev, st, out, E, j, t):
     if changed:
         out.support_changes[0] += 1
     if repaired >= 0:
-        i = _select(p, s, j, j if expand else c, E, t, st)
+        i = _select(sel, qv, muT, err, j, j if expand else c, E, t, st)
         if i == -2:
             return BAD_CHOICE, dq, db
         if i >= 0:
-            tarr, size = q_pop(s, i)
+            tarr, size = q_pop(qv, i)
             dq -= 1
             db += 1
-            start_task(p, s, ev, st, out, j, i, tarr, size, t)
+            start_task(mi, mf, muT, p.a_true, chn, p.step, evT, st, starts, j, i, tarr, size, t)
         else:
-            s.mf[j, IDLE_SINCE] = t
+            mf[j, IDLE_SINCE] = t
             if expand:
                 x_add(lp, s, c, j)
             else:
-                idle_add(s, c, j)
+                idle_add(mi, idl, c, j)
     if changed:
         n = scan_x(p, s, lp, ev, st, out, t) if expand else scan(p, s, ev, st, out, E, t)
         if n < 0:
@@ -510,36 +514,6 @@ def on_avail(p, s, lp, ev, st, out, E, j, t):
         dq -= n
         db += n
     return DONE, dq, db
-
-
-@njit(cache=True, inline="always")
-def on_arrival(p, s, lp, ev, st, out, E, i, t, qtot, nbusy):
-    """Arrival of a class-``i`` task: an idle machine that may take it (chosen by ``machine_rule``)
-    starts it, else it waits. Returns ``(status, change of the number waiting, change of the number busy)``."""
-    out.arrivals[0] += 1
-    ev_schedule(ev.arrival, i, t - math.log(uniform(st, S_ARR)) / p.alpha[i], PRIO_ARRIVAL)
-    size = draw(st, S_EXEC, p.exec_kind, p.exec_par)  # at arrival: common to every policy
-    out.size_sum[0] += size
-    expand = p.expand == 1
-    jj = -1
-    if s.pool.qlen[i] == 0:  # invariant: a non-empty queue has no eligible idle machine
-        if expand:
-            jj = find_machine_x(p.machine_rule, p.tie, p.muT, s, lp, i, st)
-        else:
-            jj = find_machine(p.machine_rule, p.tie, p.muT, s, i, E, st)
-    if jj >= 0:
-        if expand:
-            x_remove(lp, s, p.col[jj], jj)
-        else:
-            idle_remove(s, p.col[jj], jj)
-        start_task(p, s, ev, st, out, jj, i, t, size, t)
-        return DONE, 0, 1
-    if qtot + nbusy >= p.bound or not q_push(s, i, t, size, False):
-        s.ctl.status[0] = BOUND
-        return BOUND, 0, 0
-    if qtot + nbusy + 1 > out.peak[0]:
-        out.peak[0] = qtot + nbusy + 1
-    return DONE, 1, 0
 
 
 # ----------------------------------------------------------------------------- resume and the event loop
@@ -558,16 +532,17 @@ def resume(p, s, lp, ev, st, out, E):
     ctl.pend_machine[0] = -1
     t = out.t_now[0]
     if jp >= 0:
+        qv, idl, chn, err, _, sel = views(p, s, out)
         c = p.col[jp]
-        i = _select(p, s, jp, c, E, t, st)
+        i = _select(sel, qv, p.muT, err, jp, c, E, t, st)
         if i == -2:
             return BAD_CHOICE
         if i >= 0:
-            tarr, size = q_pop(s, i)
-            start_task(p, s, ev, st, out, jp, i, tarr, size, t)
+            tarr, size = q_pop(qv, i)
+            start_task(s.mi, s.mf, p.muT, p.a_true, chn, p.step, ev.task, st, out.starts, jp, i, tarr, size, t)
         else:
             s.mf[jp, IDLE_SINCE] = t
-            idle_add(s, c, jp)
+            idle_add(s.mi, idl, c, jp)
     if changed and scan(p, s, ev, st, out, E, t) < 0:
         return BAD_CHOICE
     return DONE
@@ -576,7 +551,13 @@ def resume(p, s, lp, ev, st, out, E):
 @njit(cache=True)
 def run(p, s, lp, ev, st, out):
     """Compiled, no checks; runs until the horizon, a robust-support miss, the bound or a bad
-    user choice; returns ``DONE``, ``NEED_SUPPORT``, ``BOUND`` or ``BAD_CHOICE``."""
+    user choice; returns ``DONE``, ``NEED_SUPPORT``, ``BOUND`` or ``BAD_CHOICE``.
+
+    The named tuples are unpacked here, once. Task timers and arrivals (nearly every event) are
+    handled in the loop on those local arrays, with scalar counters written to ``out`` when the
+    run returns; they call functions that take a few arrays (:func:`start_task`,
+    :func:`~.idle.find_machine`, the inlined selection on :func:`views`). Availability events
+    (:func:`on_avail`) take the tuples."""
     M = p.col.shape[0]
     use_lp_sup = (p.policy == LPAS_DG or p.policy == LPAS_DG_ROBUST or (p.policy == USER and p.uses_lp == 1))
     # E[e, i]: may the machine take class i; row e = its LP column, or the machine itself (expanded vertex)
@@ -585,16 +566,30 @@ def run(p, s, lp, ev, st, out):
         rc = resume(p, s, lp, ev, st, out, E)
         if rc != DONE:
             return rc
+    qv, idl, chn, err, cls, sel = views(p, s, out)
+    cls_n, cls_w = cls
+    chain_id, Pm, _, logstay, levels = chn
+    mi, mf, muT, a_true, col, alpha, exec_par = s.mi, s.mf, p.muT, p.a_true, p.col, p.alpha, p.exec_par
+    step, warmup, horizon, bound, exec_kind = p.step, p.warmup, p.horizon, p.bound, p.exec_kind
+    mrule, tie = p.machine_rule, p.tie
+    expand = p.expand == 1
+    xl = XLists(lp.msup, lp.xprev, lp.xnext, lp.xhead, lp.xtail, lp.xcnt, lp.xninit, lp.irank)
+    xm = Machines(mi, mf)
     evT, evV, evA = ev.task, ev.avail, ev.arrival
-    horizon = p.horizon
-    ql = s.pool.qlen
-    qtot = 0  # tasks waiting and machines busy, kept up to date by the event functions
+    starts, t_now, sg = out.starts, out.t_now, out.sg
+    events = 0
+    arrivals = 0
+    size_sum = out.size_sum[0]  # (added to in the same order as before: bit-identical sums)
+    peak = out.peak[0]
+    ql = qv[0].qlen
+    qtot = 0  # tasks waiting and machines busy, kept up to date by the events
     for i in range(ql.shape[0]):
         qtot += ql[i]
     nbusy = 0
     for j in range(M):
-        if s.mi[j, BUSY] >= 0:
+        if mi[j, BUSY] >= 0:
             nbusy += 1
+    rc = DONE
     while True:
         # earliest of the three lists' first events; equal times in priority order (tasks, availability,
         # arrivals), as one list would order them
@@ -608,25 +603,99 @@ def run(p, s, lp, ev, st, out):
             sl = 2 * M + evA.hs[0]
         if t > horizon:
             break
-        seg_observe(out.sg, t, qtot + nbusy)
-        out.t_now[0] = t
-        out.events[0] += 1
+        seg_observe(sg, t, qtot + nbusy)
+        t_now[0] = t
+        events += 1
         if sl < M:
-            rc, dq, db = on_task(p, s, lp, ev, st, out, E, sl, t, qtot)
+            # ---------------- task timer of machine j: a CPU-chain state change of its task, or its completion
+            j = sl
+            if mi[j, TKIND] == 1:
+                # CPU-chain state change while running: bank progress, draw the next sojourn
+                cid = chain_id[j]
+                mf[j, REM] -= mf[j, LEVEL] * (t - mf[j, SEGT])
+                if mf[j, REM] < 0.0:
+                    mf[j, REM] = 0.0
+                mf[j, SEGT] = t
+                sn = chain_step(mi, Pm, j, cid, st)
+                k = int(round(t / step))
+                mi[j, CST] = sn
+                mi[j, CK] = k
+                mf[j, LEVEL] = levels[sn]
+                mf[j, SEGEND] = chain_segment_end(logstay, step, k, sn, cid, st)
+                schedule_task(mf, mi, j, evT)
+                continue
+            i = mi[j, BUSY]
+            ta = mf[j, TARR]
+            if ta >= warmup:
+                cls_n[i] += 1
+                cls_w[i] += t - ta
+            mi[j, BUSY] = -1
+            if chain_id[j] >= 0:
+                mi[j, CK] = int(math.floor(t / step))
+            c = col[j]
+            i = _select(sel, qv, muT, err, j, j if expand else c, E, t, st) if qtot > 0 else -1
+            if i == -2:
+                nbusy -= 1
+                rc = BAD_CHOICE
+                break
+            if i >= 0:
+                # the new start reschedules slot j: one sift instead of a cancel and a push
+                tarr, size = q_pop(qv, i)
+                start_task(mi, mf, muT, a_true, chn, step, evT, st, starts, j, i, tarr, size, t)
+                qtot -= 1
+                continue
+            ev_cancel(evT, j)
+            mf[j, IDLE_SINCE] = t
+            if expand:
+                x_add(xl, xm, c, j)
+            else:
+                idle_add(mi, idl, c, j)
+            nbusy -= 1
         elif sl < 2 * M:
             rc, dq, db = on_avail(p, s, lp, ev, st, out, E, sl - M, t)
+            qtot += dq
+            nbusy += db
+            if rc != DONE:
+                break
         else:
-            rc, dq, db = on_arrival(p, s, lp, ev, st, out, E, sl - 2 * M, t, qtot, nbusy)
-        qtot += dq
-        nbusy += db
-        if rc != DONE:
-            return rc
-    return DONE
+            # ---------------- arrival of a class-i task: an idle machine that may take it (chosen by
+            # machine_rule) starts it, else it waits
+            i = sl - 2 * M
+            arrivals += 1
+            ev_schedule(evA, i, t - math.log(uniform(st, S_ARR)) / alpha[i], PRIO_ARRIVAL)
+            size = draw(st, S_EXEC, exec_kind, exec_par)  # at arrival: common to every policy
+            size_sum += size
+            jj = -1
+            if ql[i] == 0:  # invariant: a non-empty queue has no eligible idle machine
+                if expand:
+                    jj = find_machine_x(mrule, tie, muT, xm, xl, i, st)
+                    if jj >= 0:
+                        x_remove(xl, xm, col[jj], jj)
+                else:
+                    jj = find_machine(mrule, tie, muT, mi, mf, idl, i, E, st)
+                    if jj >= 0:
+                        idle_remove(mi, idl, col[jj], jj)
+            if jj >= 0:
+                start_task(mi, mf, muT, a_true, chn, step, evT, st, starts, jj, i, t, size, t)
+                nbusy += 1
+                continue
+            if qtot + nbusy >= bound or not q_push(qv, i, t, size, False):
+                s.ctl.status[0] = BOUND
+                rc = BOUND
+                break
+            if qtot + nbusy + 1 > peak:
+                peak = qtot + nbusy + 1
+            qtot += 1
+    out.events[0] += events
+    out.arrivals[0] += arrivals
+    out.size_sum[0] = size_sum
+    out.peak[0] = peak
+    return rc
 
 
 # ----------------------------------------------------------------------------- kernels per policy family
 #: the functions that (transitively) call the class selection, specialised per family, callees first
-_SPECIALISED = ("sel_user", "_select", "scan", "scan_x", "resume", "on_task", "on_avail", "on_arrival", "run")
+_SPECIALISED = ("sel_user", "_select", "scan", "scan_x", "resume", "on_avail", "run")
 #: family name -> the value bound as ``_FAMILY``
 FAMILIES = {"plain": PLAIN, "lp": LP}
 
@@ -639,8 +708,8 @@ def family(code: int) -> str:
 def kernels(code: int, user=None):
     """``(init, run)``: the kernel of a built-in policy's family, or of a user pull policy.
 
-    Each is :func:`run` (with :func:`scan`, :func:`scan_x`, :func:`resume` and the
-    inlined event functions) compiled again with ``_FAMILY`` bound to the family --
+    Each is :func:`run` (with :func:`scan`, :func:`scan_x`, :func:`resume`,
+    :func:`on_avail` and the class selection) compiled again with ``_FAMILY`` bound to the family --
     and for a user policy ``_user_pull`` bound to the user's compiled function --
     and cached on disk by
     :func:`hetsched.sim.core.kernels.specialise` (a user policy keyed by its

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-__all__ = ["Params", "State", "Control", "LPState", "Out", "Events"]
+__all__ = ["Params", "State", "Control", "LPState", "Out", "Events", "XLists", "Machines"]
 
 #: the model: arrays made once per (system, policy, options), then the options as scalars
 Params = namedtuple("Params", [
@@ -52,6 +52,10 @@ LPState = namedtuple("LPState", ["T", "obj", "basis", "cap", "support", "elig_st
 Out = namedtuple("Out", ["events", "arrivals", "starts", "resubmissions", "avail_events", "lp_solves", "pivots",
                          "lp_failures", "support_changes", "lookups", "peak", "t_now", "lam", "size_sum", "cls_n",
                          "cls_w", "up_time", "sg"])
+#: small views made once per run for the expanded vertex's idle lists (what :mod:`.expand`'s list functions
+#: read from ``lp`` and ``s``): passing them per event instead of the tuples saves a reference count per array
+XLists = namedtuple("XLists", ["msup", "xprev", "xnext", "xhead", "xtail", "xcnt", "xninit", "irank"])
+Machines = namedtuple("Machines", ["mi", "mf"])
 #: three event lists of the core, one per kind of event (see :mod:`.kernel`)
 Events = namedtuple("Events", ["task", "avail", "arrival"])
 
