@@ -62,6 +62,39 @@ def show(x: Any) -> str:
     return r.repr(x)
 
 
+def pydantic_path(loc: Sequence[Any], tags: Any = ()) -> str:
+    """A pydantic error location as the field's path (``groups[2].rates``), without pydantic's union and
+    validator tags (``tags``, ``function-…``, ``list[…]``); a path over 120 characters is shortened."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in tags or "[" in str(part) or str(part).startswith("function-"):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return f"{out[:60]}...{out[-40:]}" if len(out) > 120 else out
+
+
+#: what a value of the wrong type was expected to be, by pydantic error type
+_PYDANTIC_EXPECTED = {
+    "finite_number": "a finite number", "float_type": "a number", "float_parsing": "a number",
+    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+    "string_type": "a string", "str_type": "a string", "list_type": "a list",
+    "dict_type": "a table", "model_type": "a table", "model_attributes_type": "a table",
+}
+
+
+def pydantic_type_message(typ: str, field: str, got: str, ctx: dict) -> str | None:
+    """The one-line message of a pydantic type or choice error (``field: expected …, got …``), or None
+    when ``typ`` is another kind of error (the caller words those)."""
+    if typ in _PYDANTIC_EXPECTED:
+        return f"{field}: expected {_PYDANTIC_EXPECTED[typ]}, got {got}"
+    if typ == "literal_error":
+        return f"{field}: expected one of {ctx.get('expected', '?')}, got {got}"
+    return None
+
+
 def range_text(lo: Any, hi: Any, lo_open: bool = False, hi_open: bool = False) -> str:
     """``">= 1 and <= 10,000"``: the range a value must lie in, as messages print it."""
     def fmt(x: Any) -> str:

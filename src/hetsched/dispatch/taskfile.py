@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from pydantic_core import PydanticCustomError
 
 from ..errors import ModelError
+from ..validation import pydantic_path, pydantic_type_message, show
 from .budget import MAX_TASKS, MAX_WORKERS
 
 __all__ = ["TaskFile", "load_taskfile", "taskfile_spec", "MAX_TASKFILE_BYTES", "run_taskfile"]
@@ -113,54 +114,19 @@ class TaskFile(_Model):
 
 
 # ---------------------------------------------------------------------------- messages
-def _show(x: Any) -> str:
-    import reprlib
-
-    if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 10**30:
-        return f"an integer of {len(str(abs(x)))} digits"
-    r = reprlib.Repr()
-    r.maxstring, r.maxother, r.maxlist, r.maxlevel, r.maxdict = 60, 60, 8, 3, 6
-    return r.repr(x)
-
-
-def _path(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in _TAGS or str(part).startswith("function-"):
-            continue  # pydantic's union and validator tags, not fields
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
 def _message(err: dict) -> str:
     """One pydantic error as ``field 'PATH': what, got VALUE``."""
     loc, typ, value, ctx = tuple(err["loc"]), err["type"], err.get("input"), err.get("ctx") or {}
-    path = _path(loc)
-    if len(path) > 120:
-        path = f"{path[:60]}...{path[-40:]}"
+    path = pydantic_path(loc, _TAGS)
     field = f"field '{path}'" if path else "file"
-    got = _show(value)
+    got = show(value)
     if typ == "extra_forbidden":
         return f"unknown field '{path}'"
     if typ == "missing":
         return f"missing field '{path}'"
-    if typ == "finite_number":
-        return f"{field}: expected a finite number, got {got}"
-    if typ in ("float_type", "float_parsing"):
-        return f"{field}: expected a number, got {got}"
-    if typ in ("int_type", "int_parsing"):
-        return f"{field}: expected an integer, got {got}"
-    if typ in ("string_type", "str_type"):
-        return f"{field}: expected a string, got {got}"
-    if typ == "list_type":
-        return f"{field}: expected a list, got {got}"
-    if typ in ("dict_type", "model_type", "model_attributes_type"):
-        return f"{field}: expected a table, got {got}"
-    if typ == "literal_error":
-        return f"{field}: expected one of {ctx.get('expected', '?')}, got {got}"
+    typed = pydantic_type_message(typ, field, got, ctx)
+    if typed is not None:
+        return typed
     if typ == "string_pattern_mismatch":
         return f"{field}: expected 'module:function', got {got}"
     if typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):

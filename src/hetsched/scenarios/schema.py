@@ -44,6 +44,7 @@ from ..fields import (
     SCV_MAX,
     WEIBULL_SHAPE,
 )
+from ..validation import pydantic_path, pydantic_type_message
 from ..validation import show as _show
 
 __all__ = ["ScenarioFile", "validate", "json_schema", "MAX_CASES"]
@@ -251,18 +252,6 @@ _TABLES: dict[str | None, type[BaseModel]] = {
 _TAGS = {"vector", "matrix"}
 
 
-def _path(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in _TAGS or "[" in part or part.startswith("function-"):
-            continue  # pydantic's union / validator tags, not fields
-        else:
-            out += ("." if out else "") + part
-    return out
-
-
 def _parent_table(loc: tuple) -> str | None:
     names = [p for p in loc[:-1] if isinstance(p, str) and p not in _TAGS]
     return names[-1] if names else None
@@ -279,9 +268,7 @@ def _bound(ctx: dict) -> str:
 def _message(err: dict) -> str:
     """One error of pydantic's ``errors()`` as ``field 'PATH': what, got VALUE``."""
     loc, typ, value = tuple(err["loc"]), err["type"], err.get("input")
-    path = _path(loc)
-    if len(path) > 120:  # a 5,000-character key stays readable
-        path = f"{path[:60]}...{path[-40:]}"
+    path = pydantic_path(loc, _TAGS)  # a 5,000-character key stays readable
     field = f"field '{path}'" if path else "file"
     got = _show(value)
     ctx = err.get("ctx") or {}
@@ -293,20 +280,9 @@ def _message(err: dict) -> str:
         return f"missing field '{path}'"
     if typ in ("float_type", "int_type") and isinstance(value, int) and not isinstance(value, bool):
         return f"{field}: number too large, got {got}"
-    if typ == "finite_number":
-        return f"{field}: expected a finite number, got {got}"
-    if typ in ("float_type", "float_parsing"):
-        return f"{field}: expected a number, got {got}"
-    if typ in ("int_type", "int_parsing", "int_from_float"):
-        return f"{field}: expected an integer, got {got}"
-    if typ in ("string_type", "str_type"):
-        return f"{field}: expected a string, got {got}"
-    if typ == "list_type":
-        return f"{field}: expected a list, got {got}"
-    if typ in ("dict_type", "model_type", "model_attributes_type"):
-        return f"{field}: expected a table, got {got}"
-    if typ == "literal_error":
-        return f"{field}: expected one of {ctx.get('expected', '?')}, got {got}"
+    typed = pydantic_type_message(typ, field, got, ctx)
+    if typed is not None:
+        return typed
     if typ == "greater_than_equal" and ctx.get("ge") == MIN_RATE and isinstance(value, (int, float)) and value <= 0:
         return f"{field}: must be > 0, got {got}"
     if typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
