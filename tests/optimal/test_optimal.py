@@ -20,6 +20,7 @@ import pytest
 import hetsched as hs
 from hetsched.errors import ModelError
 from hetsched.optimal.model import local_states, routing_space, state_count
+from helpers import tiny_system
 
 
 def identical():
@@ -31,7 +32,7 @@ def two_speeds():  # the thesis' MET example (2.1-met): one class, machines of r
 
 
 def two_by_two():  # class-dependent rates: the state is the class sequence at each machine
-    return hs.System.from_arrays(alpha=[1.0, 1.0], mu=[[2.0, 1.0], [1.0, 3.0]])
+    return tiny_system(mu=((2.0, 1.0), (1.0, 3.0)), alpha=(1.0, 1.0))
 
 
 @pytest.fixture(scope="module")
