@@ -21,7 +21,7 @@ DATA_DIR = TESTS_DIR / "data"
 SHARED_DIR = REPO_ROOT / ".." / "shared"
 
 __all__ = ["TESTS_DIR", "REPO_ROOT", "DATA_DIR", "SHARED_DIR", "tiny_system", "assert_within", "compare_folder",
-           "simulate_folder", "CLASSES", "MACHINES"]
+           "simulate_folder", "CLASSES", "MACHINES", "fcfs_records"]
 
 #: class and machine names of the results folders below (the report tests look for them)
 CLASSES = ["web", "batch"]
@@ -75,3 +75,22 @@ def simulate_folder(root: Path) -> Path:
                                  "--workers", "1", "--outdir", str(out)])
     assert r.exit_code == 0, r.output
     return out
+
+
+def fcfs_records(n: int, machines: int, seed: int, *, mean_run: float, classes: int):
+    """Valid per-task records built by hand: Poisson arrivals (rate 1), FCFS to the earliest-free
+    machine (Lindley's recursion), exponential run times of mean ``mean_run``, random classes."""
+    import numpy as np
+
+    from hetsched.traces import records_frame
+
+    rng = np.random.default_rng(seed)
+    arr = np.cumsum(rng.exponential(1.0, n))
+    free = np.zeros(machines)
+    st, en, m = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+    for k in range(n):
+        j = int(np.argmin(free))
+        st[k] = max(arr[k], free[j])
+        en[k] = st[k] + rng.exponential(mean_run)
+        free[j], m[k] = en[k], j
+    return records_frame(np.arange(n), rng.integers(0, classes, n), arr, st, en, m)

@@ -11,21 +11,13 @@ from typer.testing import CliRunner
 from hetsched.cli import app
 from hetsched.errors import ModelError
 from hetsched.plot import gantt, sample_window, step_average, utilisation
-from hetsched.traces import records_frame, write_records
+from hetsched.traces import write_records
+from helpers import fcfs_records
 
 
 def _records(n=40, machines=3, seed=0):
     """FCFS to the earliest-free machine (valid records, built by hand)."""
-    rng = np.random.default_rng(seed)
-    arr = np.cumsum(rng.exponential(1.0, n))
-    free = np.zeros(machines)
-    st, en, m = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
-    for k in range(n):
-        j = int(np.argmin(free))
-        st[k] = max(arr[k], free[j])
-        en[k] = st[k] + rng.exponential(2.5)
-        free[j], m[k] = en[k], j
-    return records_frame(np.arange(n), rng.integers(0, 3, n), arr, st, en, m)
+    return fcfs_records(n, machines, seed, mean_run=2.5, classes=3)
 
 
 def _bars(fig):

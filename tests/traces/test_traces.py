@@ -33,7 +33,7 @@ from hetsched.traces import (
     write_records,
 )
 from hetsched.traces.workload import fold_classes
-from helpers import SHARED_DIR
+from helpers import SHARED_DIR, fcfs_records
 
 SHARED = SHARED_DIR
 TRACES = SHARED / "traces"
@@ -335,17 +335,8 @@ def test_logs_on_2c1_reach_the_load():
 
 # ----------------------------------------------------------------------------- records
 def _fcfs_records(n=400, machines=3, seed=0):
-    """Hand-built valid records: FCFS to the earliest-free machine (Lindley by hand)."""
-    rng = np.random.default_rng(seed)
-    arr = np.cumsum(rng.exponential(1.0, n))
-    free = np.zeros(machines)
-    st, en, m = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
-    for k in range(n):
-        j = int(np.argmin(free))
-        st[k] = max(arr[k], free[j])
-        en[k] = st[k] + rng.exponential(2.0)
-        free[j], m[k] = en[k], j
-    return records_frame(np.arange(n), rng.integers(0, 2, n), arr, st, en, m)
+    """FCFS to the earliest-free machine (valid records, built by hand)."""
+    return fcfs_records(n, machines, seed, mean_run=2.0, classes=2)
 
 
 def _time_average_in_system(df, step=1e-3):
